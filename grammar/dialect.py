@@ -1,0 +1,246 @@
+"""The dsms dialect of sqlglot: Flink SQL query bodies and expressions.
+
+It extends sqlglot's default dialect with what streaming SQL adds:
+
+- window table-valued functions ``TUMBLE``, ``HOP``, ``SESSION`` and
+  ``CUMULATE`` whose arguments are ``TABLE name [PARTITION BY cols]``,
+  ``DESCRIPTOR(col)`` and intervals, positional or named
+  (``DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL ...``);
+  the same names with plain arguments are the group-window functions of
+  ``GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE)``;
+- ``INTERVAL 'n' UNIT`` with plural units (``SECONDS``, ``MINUTES`` ...);
+- ``FOR SYSTEM_TIME AS OF`` (already parsed by sqlglot as ``exp.Version``);
+- backquoted identifiers, as in Flink.
+
+Example:
+    >>> from dsms.grammar.dialect import parse_query
+    >>> q = parse_query("SELECT window_start, COUNT(*) FROM TABLE(TUMBLE("
+    ...     "TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECONDS)) GROUP BY window_start")
+    >>> q.find(WindowTVF).kind
+    'TUMBLE'
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp, parser, tokens
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from .diagnostics import Diagnostic, Span, SqlSyntaxError
+from .functions import FLINK_FUNCTIONS
+
+WINDOW_KINDS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
+
+# Named-argument spellings Flink accepts for each TVF parameter position.
+_NAMED_PARAMS = {
+    "TUMBLE": ("SIZE", "OFFSET"),
+    "HOP": ("SLIDE", "SIZE", "OFFSET"),
+    "SESSION": ("GAP",),
+    "CUMULATE": ("STEP", "SIZE", "OFFSET"),
+}
+
+
+class Descriptor(exp.Expression):
+    """``DESCRIPTOR(col)``: names the time column of a window TVF."""
+
+    arg_types = {"this": True}
+
+
+class TableArg(exp.Expression):
+    """``TABLE name [PARTITION BY a, b]``: the input of a window TVF."""
+
+    arg_types = {"this": True, "partition_by": False}
+
+
+class WindowTVF(exp.Expression):
+    """A window table-valued function in FROM.
+
+    ``this`` is the input (a Table or Subquery), ``descriptor`` the time
+    column, ``params`` the intervals in Flink's positional order, and
+    ``partition_by`` the session keys.
+    """
+
+    arg_types = {"kind": True, "this": True, "descriptor": True, "params": True, "partition_by": False}
+
+    @property
+    def kind(self) -> str:
+        return self.args["kind"]
+
+
+class GroupWindow(exp.Expression):
+    """``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` / ``SESSION(ts, gap)`` in GROUP BY."""
+
+    arg_types = {"kind": True, "expressions": True}
+
+
+class Dsms(Dialect):
+    NORMALIZE_FUNCTIONS = "upper"
+    # Flink semantics: INT / INT is an integer division.
+    TYPED_DIVISION = True
+
+    class Tokenizer(tokens.Tokenizer):
+        IDENTIFIERS = ['"', "`"]
+
+    class Parser(parser.Parser):
+        # SESSION is a keyword in the default tokenizer; let it name a function.
+        FUNC_TOKENS = parser.Parser.FUNC_TOKENS | {TokenType.SESSION}
+        ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
+
+        FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS}
+
+        FUNCTION_PARSERS = {
+            **parser.Parser.FUNCTION_PARSERS,
+            **{kind: (lambda self, k=kind: self._parse_window_function(k)) for kind in WINDOW_KINDS},
+            "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
+        }
+
+        def _parse_descriptor_body(self) -> Descriptor:
+            col = self._parse_column()
+            return self.expression(Descriptor(this=col))
+
+        def _parse_window_function(self, kind: str) -> exp.Expression:
+            # Called after "KIND(" has been consumed; consumes the closing ")".
+            args: list[exp.Expression] = []
+            named: dict[str, exp.Expression] = {}
+            while True:
+                name = None
+                if self._curr and self._next and self._next.token_type == TokenType.FARROW:
+                    name = self._curr.text.upper()
+                    self._advance(2)
+                arg = self._parse_window_arg()
+                if arg is None:
+                    self.raise_error(f"Expected an argument of {kind}")
+                if name:
+                    named[name] = arg
+                else:
+                    args.append(arg)
+                if not self._match(TokenType.COMMA):
+                    break
+
+            is_tvf = any(isinstance(a, TableArg) for a in args) or "DATA" in named
+            if not is_tvf:
+                if named:
+                    self.raise_error(f"Named arguments need the table form: {kind}(TABLE t, DESCRIPTOR(col), ...)")
+                return self.expression(GroupWindow(kind=kind, expressions=args))
+
+            table = named.pop("DATA", None) or (args.pop(0) if args else None)
+            descriptor = named.pop("TIMECOL", None) or (args.pop(0) if args and isinstance(args[0], Descriptor) else None)
+            if not isinstance(table, TableArg):
+                self.raise_error(f"The first argument of {kind} must be TABLE name")
+            if not isinstance(descriptor, Descriptor):
+                self.raise_error(f"The second argument of {kind} must be DESCRIPTOR(time column)")
+            for pname in _NAMED_PARAMS[kind]:
+                if pname in named:
+                    args.append(named.pop(pname))
+            if named:
+                self.raise_error(f"Unknown argument {next(iter(named))} of {kind}; expected {', '.join(_NAMED_PARAMS[kind])}")
+            return self.expression(
+                WindowTVF(
+                    kind=kind,
+                    this=table.this,
+                    descriptor=descriptor.this,
+                    params=args,
+                    partition_by=table.args.get("partition_by") or [],
+                )
+            )
+
+        def _parse_window_arg(self) -> exp.Expression | None:
+            if self._match(TokenType.TABLE):
+                if self._match(TokenType.L_PAREN, advance=False):
+                    source: exp.Expression | None = self._parse_table()
+                else:
+                    source = self._parse_table_parts()
+                partition = None
+                if self._match(TokenType.PARTITION_BY):
+                    partition = self._parse_partition_keys()
+                return self.expression(TableArg(this=source, partition_by=partition))
+            return self._parse_expression()
+
+        def _parse_partition_keys(self) -> list[exp.Expression]:
+            # "PARTITION BY (a, b)" or "PARTITION BY a, b": the bare list ends
+            # where the next argument (DESCRIPTOR(...), INTERVAL ..., NAME =>) starts.
+            if self._match(TokenType.L_PAREN):
+                keys = self._parse_csv(self._parse_column)
+                self._match_r_paren()
+                return keys
+            keys = [self._parse_column()]
+            while (
+                self._curr
+                and self._curr.token_type == TokenType.COMMA
+                and self._next
+                and self._next.token_type == TokenType.VAR
+                and self._next.text.upper() != "DESCRIPTOR"
+                and self._index + 2 < len(self._tokens)
+                and self._tokens[self._index + 2].token_type not in (TokenType.L_PAREN, TokenType.FARROW)
+            ):
+                self._advance()
+                keys.append(self._parse_column())
+            return keys
+
+    class Generator(Dialect().generator_class):  # type: ignore[misc]
+        TRANSFORMS = {
+            **Dialect().generator_class.TRANSFORMS,
+            Descriptor: lambda self, e: f"DESCRIPTOR({self.sql(e, 'this')})",
+            WindowTVF: lambda self, e: "{}({})".format(
+                e.kind,
+                ", ".join(
+                    [f"TABLE {self.sql(e, 'this')}"
+                     + (f" PARTITION BY {self.expressions(e, key='partition_by', flat=True)}" if e.args.get("partition_by") else ""),
+                     f"DESCRIPTOR({self.sql(e, 'descriptor')})"]
+                    + [self.sql(p) for p in e.args["params"]]
+                ),
+            ),
+            GroupWindow: lambda self, e: f"{e.args['kind']}({self.expressions(e, flat=True)})",
+        }
+
+
+def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Expression:
+    """Parse one query body (SELECT ..., VALUES ...) with the dsms dialect.
+
+    ``offset`` is where ``text`` starts inside ``script``; syntax errors are
+    reported against the script so their line and column are the user's.
+    """
+    try:
+        trees = Dsms().parse(text)
+    except (ParseError, TokenError) as e:
+        raise _syntax_error(e, text, offset, script) from None
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise SqlSyntaxError(Diagnostic("expected exactly one query", Span(offset, offset + len(text)), script or text))
+    return trees[0]
+
+
+def parse_expression(text: str, offset: int = 0, script: str | None = None) -> exp.Expression:
+    """Parse one scalar expression (a computed column, a watermark bound)."""
+    return parse_query(f"SELECT {text}", offset - len("SELECT "), script).expressions[0]
+
+
+def _syntax_error(e: Exception, text: str, offset: int, script: str | None) -> SqlSyntaxError:
+    source = script if script is not None else text
+    start = end = None
+    message = str(e).split("\n")[0]
+    if isinstance(e, ParseError) and e.errors:
+        err = e.errors[0]
+        message = err.get("description") or message
+        line, col = err.get("line"), err.get("col")
+        highlight = err.get("highlight") or ""
+        if line and col:
+            # sqlglot reports the column of the token's last character.
+            lines = text.split("\n")
+            base = sum(len(ln) + 1 for ln in lines[: line - 1])
+            end = base + col
+            start = max(base, end - max(1, len(highlight)))
+    if start is None:
+        start, end = 0, len(text)
+    message = _friendly(message)
+    return SqlSyntaxError(Diagnostic(message, Span(start + offset, end + offset), source))
+
+
+def _friendly(message: str) -> str:
+    message = message.strip().rstrip(".")
+    if message.startswith("Invalid expression / Unexpected token"):
+        return "unexpected token"
+    if message.startswith("Required keyword:"):
+        return "incomplete expression"
+    return message[0].lower() + message[1:] if message else "syntax error"

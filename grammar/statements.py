@@ -1,0 +1,161 @@
+"""Parsed statements: what the grammar hands to the planner.
+
+Every statement remembers its span in the script and the script text, so
+the planner can point its own errors at the user's line and column.
+Query bodies and scalar expressions are sqlglot trees (dsms dialect).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .diagnostics import Span
+
+
+@dataclass(frozen=True)
+class Name:
+    """An identifier as written, with its place in the script."""
+
+    value: str
+    span: Span
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query body: its text, its sqlglot tree and where it sits."""
+
+    text: str
+    tree: exp.Expression
+    span: Span
+
+
+@dataclass(frozen=True)
+class Statement:
+    span: Span
+    source: str = field(repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return self.source[self.span.start : self.span.end]
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    name: Name
+    type_text: str
+    not_null: bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class ComputedColumn:
+    name: Name
+    expr: exp.Expression
+    span: Span
+
+
+@dataclass(frozen=True)
+class WatermarkDef:
+    column: Name
+    expr: exp.Expression
+    span: Span
+
+
+@dataclass(frozen=True)
+class CreateSource(Statement):
+    kind: str = "stream"  # 'stream' (append-only) or 'table' (updating)
+    name: Name | None = None
+    columns: tuple[ColumnDef, ...] = ()
+    computed: tuple[ComputedColumn, ...] = ()
+    watermark: WatermarkDef | None = None
+    primary_key: tuple[Name, ...] = ()
+    options: dict = field(default_factory=dict)
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateView(Statement):
+    name: Name | None = None
+    query: Query | None = None
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateMaterializedView(Statement):
+    name: Name | None = None
+    options: dict = field(default_factory=dict)
+    query: Query | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateSink(Statement):
+    name: Name | None = None
+    options: dict = field(default_factory=dict)
+    query: Query | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class Insert(Statement):
+    target: Name | None = None
+    columns: tuple[Name, ...] = ()
+    query: Query | None = None
+
+
+@dataclass(frozen=True)
+class Show(Statement):
+    what: str = ""  # streams, tables, views, sinks, queries, functions, progress, materialized views
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    options: frozenset = frozenset()  # analyze, lowered, physical, logical
+    statement: Statement | None = None
+    target: str | None = None  # EXPLAIN LOWERED ... FOR duckdb|spark
+
+
+@dataclass(frozen=True)
+class Drop(Statement):
+    kind: str = ""  # stream, table, view, sink, query, materialized view
+    name: Name | None = None
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class SetOption(Statement):
+    key: str | None = None  # None: list the options
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetOption(Statement):
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class PauseQuery(Statement):
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class ResumeQuery(Statement):
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class QueryStatement(Statement):
+    query: Query | None = None

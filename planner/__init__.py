@@ -1,0 +1,64 @@
+"""The planner: statements -> bound logical plans -> optimized DAGs -> runtime specs.
+
+Example:
+    >>> from dsms.planner import Catalog, plan_query
+    >>> from dsms.planner.ddl import bind_create_source
+    >>> from dsms.grammar import parse_statement
+    >>> catalog = Catalog()
+    >>> catalog.add(bind_create_source(parse_statement(
+    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)")))
+    >>> p = plan_query("SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, "
+    ...     "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, k", catalog)
+    >>> p.changelog, [f.name for f in p.schema]
+    ('append-only', ['window_start', 'k', 'n'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..grammar import Query, QueryStatement, parse_statement
+from . import logical
+from .binder import bind_query
+from .catalog import Catalog
+from .explain import explain_logical, explain_physical
+from .optimizer import optimize
+from .physical import PhysicalPlan
+from .physical_plan import UnsupportedPlan, plan_physical
+from .types import Schema
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """A query planned for the runtime: the bound plan, the optimized plan, the operator DAG."""
+
+    bound: logical.Node
+    optimized: logical.Node
+    physical: PhysicalPlan
+
+    @property
+    def schema(self) -> Schema:
+        return self.optimized.schema
+
+    @property
+    def changelog(self) -> str:
+        return self.optimized.changelog
+
+    def explain(self) -> str:
+        return explain_physical(self.physical)
+
+
+def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) -> PlannedQuery:
+    """Bind, optimize and physically plan one query body."""
+    if isinstance(query, str):
+        stmt = parse_statement(query)
+        if not isinstance(stmt, QueryStatement):
+            raise TypeError("plan_query takes a query; use dsms.plan for other statements")
+        query, source = stmt.query, stmt.source
+    bound = bind_query(query, catalog, source)
+    optimized = optimize(bound)
+    return PlannedQuery(bound, optimized, plan_physical(optimized))
+
+
+__all__ = ["Catalog", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
+           "optimize", "plan_physical", "plan_query"]

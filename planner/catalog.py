@@ -1,0 +1,163 @@
+"""The catalog: the streams, tables, views, sinks and materialized views a
+session has declared, and its settings.
+
+Names are case-insensitive and keep the case they were declared with (as
+in DuckDB). Every object keeps the DDL text that created it, so a catalog
+can be saved and rebuilt by replaying it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from ..grammar import Diagnostic, Name, SqlError
+from ..grammar.diagnostics import did_you_mean
+from .types import Schema
+
+# Settings a session starts with, and what they mean (SET 'key' = 'value').
+DEFAULT_SETTINGS = {
+    "engine": "auto",  # auto | runtime | duckdb | spark
+    "emit": "final",  # final (on window close) | changes
+    "strict": "false",  # refuse plans whose state grows without bound
+    "batch.max_bytes": str(2 * 1024**3),
+    "batch.size": "65536",  # rows per micro-batch read from files
+}
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    """``WATERMARK FOR column AS column - INTERVAL delay``."""
+
+    column: str
+    delay_us: int
+
+
+@dataclass(frozen=True, eq=False)
+class SourceDef:
+    """A declared stream (append-only) or table (updating, keyed)."""
+
+    name: str
+    kind: str  # 'stream' | 'table'
+    schema: Schema  # physical then computed columns; the watermark column is the rowtime
+    physical: tuple[str, ...]
+    computed: tuple[tuple[str, exp.Expression], ...]
+    watermark: WatermarkSpec | None
+    primary_key: tuple[str, ...]
+    options: dict
+    base_dir: str | None
+    ddl: str
+
+    @property
+    def connector(self) -> str:
+        return self.options.get("connector", "memory").lower()
+
+    @property
+    def format(self) -> str:
+        return self.options.get("format", "json").lower()
+
+    @property
+    def path(self) -> str | None:
+        """The source path, resolved against the script's folder."""
+        path = self.options.get("path")
+        if path is None:
+            return None
+        if not os.path.isabs(path) and self.base_dir:
+            path = os.path.join(self.base_dir, path)
+        return os.path.normpath(path)
+
+    @property
+    def bounded(self) -> bool:
+        """Files are bounded unless the source is told to keep watching them."""
+        return self.connector == "file" and self.options.get("watch", "false").lower() != "true"
+
+    @property
+    def object_kind(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True, eq=False)
+class ViewDef:
+    name: str
+    query: exp.Expression
+    schema: Schema
+    ddl: str
+    object_kind: str = "view"
+
+
+@dataclass(frozen=True, eq=False)
+class SinkDef:
+    name: str
+    options: dict
+    query: exp.Expression
+    schema: Schema
+    base_dir: str | None
+    ddl: str
+    object_kind: str = "sink"
+
+    @property
+    def path(self) -> str | None:
+        path = self.options.get("path")
+        if path is None:
+            return None
+        if not os.path.isabs(path) and self.base_dir:
+            path = os.path.join(self.base_dir, path)
+        return os.path.normpath(path)
+
+
+@dataclass(frozen=True, eq=False)
+class MaterializedViewDef:
+    name: str
+    options: dict
+    query: exp.Expression
+    schema: Schema
+    ddl: str
+    object_kind: str = "materialized view"
+
+
+CatalogObject = SourceDef | ViewDef | SinkDef | MaterializedViewDef
+
+# Which kinds a relation reference in FROM may name.
+RELATION_KINDS = ("stream", "table", "view", "materialized view")
+
+
+@dataclass
+class Catalog:
+    """Declared objects by lower-cased name, in declaration order."""
+
+    objects: dict[str, CatalogObject] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_SETTINGS))
+
+    def get(self, name: str) -> CatalogObject | None:
+        return self.objects.get(name.lower())
+
+    def add(self, obj: CatalogObject, *, replace: bool = False, name: Name | None = None, source: str | None = None) -> None:
+        existing = self.get(obj.name)
+        if existing is not None and not replace:
+            raise SqlError(Diagnostic(f"{existing.object_kind} '{existing.name}' already exists",
+                                      name.span if name else None, source,
+                                      help=f"drop it first, or use CREATE OR REPLACE / IF NOT EXISTS"))
+        self.objects[obj.name.lower()] = obj
+
+    def drop(self, name: str) -> CatalogObject | None:
+        return self.objects.pop(name.lower(), None)
+
+    def of_kind(self, *kinds: str) -> list[CatalogObject]:
+        return [o for o in self.objects.values() if o.object_kind in kinds]
+
+    def require(self, name: Name, source: str | None, kinds=RELATION_KINDS) -> CatalogObject:
+        """Look up a relation or raise an error that suggests close names."""
+        obj = self.get(name.value)
+        if obj is not None and obj.object_kind in kinds:
+            return obj
+        candidates = [o.name for o in self.objects.values() if o.object_kind in kinds]
+        if obj is not None:
+            message = f"'{obj.name}' is a {obj.object_kind}, not a {' or '.join(kinds)}"
+        else:
+            message = f"unknown {'relation' if kinds == RELATION_KINDS else ' or '.join(kinds)} '{name.value}'"
+        raise SqlError(Diagnostic(message, name.span, source, help=did_you_mean(name.value, candidates)))
+
+    def setting(self, key: str) -> str:
+        return self.settings.get(key.lower(), DEFAULT_SETTINGS.get(key.lower(), ""))

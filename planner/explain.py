@@ -1,0 +1,50 @@
+"""EXPLAIN: the operator DAG as an indented tree.
+
+Each line names an operator, its changelog mode and the watermark it
+carries; inputs are indented below it. A sub-plan used twice is printed
+once and referred to by its id afterwards.
+"""
+
+from __future__ import annotations
+
+from . import logical as L
+from .physical import PhysicalPlan
+
+
+def explain_physical(plan: PhysicalPlan, header: str | None = None) -> str:
+    lines = [header] if header else []
+    printed: set[int] = set()
+
+    def visit(op_id: int, prefix: str, last: bool, top: bool) -> None:
+        op = plan.op(op_id)
+        branch = "" if top else ("└─ " if last else "├─ ")
+        wm = op.watermark or "none"
+        if op_id in printed:
+            lines.append(f"{prefix}{branch}#{op_id} (shown above)")
+            return
+        printed.add(op_id)
+        lines.append(f"{prefix}{branch}#{op_id} {op.label}  [{op.changelog}, watermark: {wm}]")
+        child_prefix = prefix + ("" if top else ("   " if last else "│  "))
+        for i, child in enumerate(op.inputs):
+            visit(child, child_prefix, i == len(op.inputs) - 1, False)
+
+    visit(plan.output, "", True, True)
+    return "\n".join(lines)
+
+
+def explain_logical(root: L.Node) -> str:
+    lines: list[str] = []
+    seen: dict[int, int] = {}
+
+    def visit(n: L.Node, depth: int) -> None:
+        pad = "  " * depth
+        if id(n) in seen:
+            lines.append(f"{pad}(shared sub-plan {seen[id(n)]})")
+            return
+        seen[id(n)] = len(seen)
+        lines.append(f"{pad}{n.label()}  [{n.changelog}, watermark: {n.watermark or 'none'}]")
+        for i in n.inputs:
+            visit(i, depth + 1)
+
+    visit(root, 0)
+    return "\n".join(lines)

@@ -1,0 +1,345 @@
+"""Logical plan nodes: what a query computes, bound to names and types.
+
+Nodes are frozen dataclasses; each derives, when built, its output
+``schema``, its ``changelog`` mode (``append-only`` or ``updating``) and a
+description of the ``watermark`` it carries (None when it has no event
+time). Expressions inside nodes are sqlglot trees whose columns are bare,
+unqualified names of the input node's fields.
+
+Nodes compare by identity, so a DAG can share a sub-plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import gcd
+
+import pyarrow as pa
+from sqlglot import exp
+
+from .catalog import SourceDef
+from .timeutil import format_duration
+from .types import TIMESTAMP, Field, Schema
+
+APPEND = "append-only"
+UPDATING = "updating"
+
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+# window_time is the last instant inside the window (Flink: window_end - 1 ms).
+WINDOW_TIME_OFFSET_US = 1_000
+
+
+def _derive(obj, **values) -> None:
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A window assignment on an event-time column.
+
+    TUMBLE: ``size``. HOP: ``slide`` and ``size``. CUMULATE: ``step`` and
+    ``size`` (the maximum). SESSION: ``gap`` and ``partition_by``. All in
+    microseconds; windows are aligned to ``offset`` from the epoch.
+    """
+
+    kind: str
+    time_col: str
+    size: int = 0
+    slide: int = 0
+    step: int = 0
+    gap: int = 0
+    offset: int = 0
+    partition_by: tuple[str, ...] = ()
+
+    @property
+    def pane(self) -> int:
+        """The width of the slices a window is assembled from."""
+        if self.kind == "HOP":
+            return gcd(self.slide, self.size)
+        if self.kind == "CUMULATE":
+            return self.step
+        return self.size
+
+    def pane_start(self, t: int) -> int:
+        p = self.pane
+        return t - (t - self.offset) % p
+
+    def windows_of_pane(self, pane_start: int) -> list[tuple[int, int]]:
+        """The windows ``[start, end)`` that contain the pane starting at ``pane_start``."""
+        if self.kind == "TUMBLE":
+            return [(pane_start, pane_start + self.size)]
+        if self.kind == "HOP":
+            last = pane_start - (pane_start - self.offset) % self.slide
+            out = []
+            start = last
+            while start > pane_start - self.size:
+                out.append((start, start + self.size))
+                start -= self.slide
+            return out[::-1]
+        if self.kind == "CUMULATE":
+            start = pane_start - (pane_start - self.offset) % self.size
+            first_end = pane_start + self.step
+            return [(start, end) for end in range(first_end, start + self.size + 1, self.step)]
+        raise ValueError(f"{self.kind} windows are not assembled from panes")
+
+    def pane_expiry(self, pane_start: int) -> int:
+        """The watermark after which no window needs this pane any more."""
+        return max(end for _, end in self.windows_of_pane(pane_start))
+
+    def describe(self) -> str:
+        args = {
+            "TUMBLE": [format_duration(self.size)],
+            "HOP": [f"slide={format_duration(self.slide)}", f"size={format_duration(self.size)}"],
+            "CUMULATE": [f"step={format_duration(self.step)}", f"size={format_duration(self.size)}"],
+            "SESSION": [f"gap={format_duration(self.gap)}"] + ([f"partition by {', '.join(self.partition_by)}"] if self.partition_by else []),
+        }[self.kind]
+        if self.offset:
+            args.append(f"offset={format_duration(self.offset)}")
+        return f"{self.kind}({self.time_col}, {', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate: ``func(arg)`` over an input field, named ``name``."""
+
+    func: str  # count | sum | avg | min | max
+    arg: str | None  # input field; None for COUNT(*)
+    distinct: bool
+    name: str
+    type: pa.DataType
+
+    def describe(self) -> str:
+        inner = "*" if self.arg is None else (("DISTINCT " if self.distinct else "") + self.arg)
+        return f"{self.func.upper()}({inner}) AS {self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """Base of all logical nodes."""
+
+    @property
+    def inputs(self) -> tuple["Node", ...]:
+        return ()
+
+    def label(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(Node):
+    source: SourceDef
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        wm = self.source.watermark
+        _derive(self, schema=self.source.schema,
+                changelog=APPEND if self.source.kind == "stream" else UPDATING,
+                watermark=f"{self.source.name}.{wm.column} - {format_duration(wm.delay_us)}" if wm else None)
+
+    def label(self) -> str:
+        return f"Scan({self.source.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Values(Node):
+    rows: tuple[tuple[exp.Expression, ...], ...]
+    schema: Schema
+    changelog: str = field(init=False, default=APPEND)
+    watermark: str | None = field(init=False, default=None)
+
+    def label(self) -> str:
+        return f"Values({len(self.rows)} rows)"
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(Node):
+    input: Node
+    condition: exp.Expression
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        _derive(self, schema=self.input.schema, changelog=self.input.changelog, watermark=self.input.watermark)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def label(self) -> str:
+        return f"Filter({self.condition.sql()})"
+
+
+@dataclass(frozen=True, eq=False)
+class Project(Node):
+    """Compute named expressions. A bare column keeps its time-attribute status."""
+
+    input: Node
+    exprs: tuple[tuple[str, exp.Expression], ...]
+    types: tuple[pa.DataType, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        fields = []
+        for (name, e), t in zip(self.exprs, self.types):
+            src = self.input.schema.find(e.name) if isinstance(e, exp.Column) else None
+            if src is not None:
+                fields.append(Field(name, src.type, src.nullable, src.rowtime, src.proctime))
+            else:
+                fields.append(Field(name, t))
+        schema = Schema(tuple(fields))
+        _derive(self, schema=schema, changelog=self.input.changelog,
+                watermark=self.input.watermark if schema.rowtime else None)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def is_identity(self) -> bool:
+        return [n for n, _ in self.exprs] == self.input.schema.names and all(
+            isinstance(e, exp.Column) and e.name == n for n, e in self.exprs)
+
+    def label(self) -> str:
+        parts = [e.sql() if isinstance(e, exp.Column) and e.name == n else f"{e.sql()} AS {n}" for n, e in self.exprs]
+        return f"Project({', '.join(parts)})"
+
+
+def window_fields() -> tuple[Field, ...]:
+    return (Field("window_start", TIMESTAMP, False), Field("window_end", TIMESTAMP, False),
+            Field("window_time", TIMESTAMP, False, rowtime=True))
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTVF(Node):
+    """Assign each row to its windows, adding window_start, window_end, window_time.
+
+    The input's time column becomes a plain timestamp; window_time is the
+    new event-time attribute (as in Flink).
+    """
+
+    input: Node
+    window: WindowSpec
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        fields = tuple(f.plain() if f.rowtime else f for f in self.input.schema)
+        _derive(self, schema=Schema(fields + window_fields()), changelog=self.input.changelog,
+                watermark=self.input.watermark)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def label(self) -> str:
+        return f"WindowTVF({self.window.describe()})"
+
+
+@dataclass(frozen=True, eq=False)
+class WindowAggregate(Node):
+    """Aggregate rows per window and key; emit each window when the watermark passes its end.
+
+    Output: window_start, window_end, window_time, the keys, the aggregates.
+    """
+
+    input: Node
+    window: WindowSpec
+    keys: tuple[str, ...]
+    aggs: tuple[AggCall, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
+        agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
+        _derive(self, schema=Schema(window_fields() + key_fields + agg_fields), changelog=APPEND,
+                watermark=self.input.watermark)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def label(self) -> str:
+        keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
+        return f"WindowAggregate({self.window.describe()}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}])"
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(Node):
+    """A group aggregate with no window: an updating result, one row per key."""
+
+    input: Node
+    keys: tuple[str, ...]
+    aggs: tuple[AggCall, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
+        agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
+        _derive(self, schema=Schema(key_fields + agg_fields), changelog=UPDATING, watermark=None)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def label(self) -> str:
+        keys = f"keys=[{', '.join(self.keys)}], " if self.keys else ""
+        return f"Aggregate({keys}aggs=[{', '.join(a.describe() for a in self.aggs)}])"
+
+
+@dataclass(frozen=True, eq=False)
+class Union(Node):
+    """UNION ALL of inputs with the same column types; the watermark is their minimum."""
+
+    all_inputs: tuple[Node, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        first = self.all_inputs[0].schema
+        rowtime = [all(n.schema.fields[i].rowtime for n in self.all_inputs) for i in range(len(first))]
+        fields = tuple(Field(f.name, f.type, any(n.schema.fields[i].nullable for n in self.all_inputs), rowtime[i])
+                       for i, f in enumerate(first))
+        marks = [n.watermark for n in self.all_inputs]
+        if any(rowtime) and all(marks):
+            unique = list(dict.fromkeys(marks))
+            watermark = unique[0] if len(unique) == 1 else f"min({', '.join(unique)})"
+        else:
+            watermark = None
+        changelog = UPDATING if any(n.changelog == UPDATING for n in self.all_inputs) else APPEND
+        _derive(self, schema=Schema(fields), changelog=changelog, watermark=watermark)
+
+    @property
+    def inputs(self):
+        return self.all_inputs
+
+    def label(self) -> str:
+        return "Union(ALL)"
+
+
+def walk(node: Node):
+    """Every node of the DAG once, inputs before the nodes that use them."""
+    seen: set[int] = set()
+    order: list[Node] = []
+
+    def visit(n: Node):
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        for i in n.inputs:
+            visit(i)
+        order.append(n)
+
+    visit(node)
+    return order

@@ -1,0 +1,104 @@
+"""Physical operator specs: the DAG the in-process runtime executes.
+
+Each spec is a frozen description, made by the planner, of one runtime
+operator: its id, its inputs, its output schema (Arrow), its changelog mode
+and the watermark it carries. The SQL inside specs is DuckDB SQL text,
+rendered from sqlglot trees, that the runtime runs over one micro-batch
+registered as ``__input``; the runtime never parses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .catalog import SourceDef
+from .logical import WindowSpec
+
+BATCH = "__input"  # the relation name per-batch SQL reads
+PANE = "__pane"  # the pane start (epoch microseconds) column of partial aggregates
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    id: int
+    inputs: tuple[int, ...]
+    schema: pa.Schema
+    changelog: str
+    watermark: str | None
+    label: str
+
+
+@dataclass(frozen=True)
+class SourceOp(OpSpec):
+    """Read a source; compute its computed columns; derive watermarks; drop late events."""
+
+    source: SourceDef = None  # type: ignore[assignment]
+    columns: tuple[str, ...] = ()  # physical columns to read
+    computed_sql: str | None = None  # adds computed columns over the physical ones
+    time_column: str | None = None
+    delay_us: int = 0
+    lateness_us: int = 0
+
+
+@dataclass(frozen=True)
+class ValuesOp(OpSpec):
+    """A bounded relation of literal rows (SELECT without FROM, VALUES)."""
+
+    sql: str = ""
+
+
+@dataclass(frozen=True)
+class CalcOp(OpSpec):
+    """Filter, project and assign windows: one SQL statement per batch."""
+
+    sql: str = ""
+
+
+@dataclass(frozen=True)
+class PartialAgg:
+    """How one aggregate is split: partial columns per batch, merged when a window closes.
+
+    ``partials`` are (column, merge function) pairs computed by the partial
+    SQL; ``final`` says how the output is derived from the merged partials.
+    """
+
+    func: str  # count | sum | avg | min | max | count_distinct
+    name: str  # output column
+    type: pa.DataType
+    partials: tuple[tuple[str, str], ...]  # (partial column, merge: sum | min | max | distinct)
+
+
+@dataclass(frozen=True)
+class WindowAggOp(OpSpec):
+    """Aggregate per pane and key; assemble and emit windows as the watermark passes them."""
+
+    window: WindowSpec = None  # type: ignore[assignment]
+    keys: tuple[str, ...] = ()
+    aggs: tuple[PartialAgg, ...] = ()
+    partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
+    distinct_columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnionOp(OpSpec):
+    """Concatenate inputs; the watermark is the minimum over them."""
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    ops: tuple[OpSpec, ...]
+    output: int
+    notes: tuple[str, ...] = field(default=())
+
+    def op(self, op_id: int) -> OpSpec:
+        return self.ops[op_id]
+
+    @property
+    def sources(self) -> list[SourceOp]:
+        return [o for o in self.ops if isinstance(o, SourceOp)]
+
+    @property
+    def root(self) -> OpSpec:
+        return self.ops[self.output]

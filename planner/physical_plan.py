@@ -1,0 +1,225 @@
+"""Physical planning: an optimized logical plan -> the runtime's operator DAG.
+
+Runs of per-batch nodes (Filter, Project, WindowTVF) are fused into one
+SQL statement per batch: into a CalcOp, or into the partial aggregation of
+the WindowAggOp above them. Sources read only the columns the plan uses.
+
+Example:
+    >>> plan = plan_physical(logical_plan)      # doctest: +SKIP
+    >>> [type(op).__name__ for op in plan.ops]  # doctest: +SKIP
+    ['SourceOp', 'WindowAggOp', 'CalcOp']
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ..grammar import DsmsError
+from . import logical as L
+from . import sqlgen as S
+from .expressions import col
+from .physical import (PANE, CalcOp, OpSpec, PartialAgg, PhysicalPlan, SourceOp, UnionOp, ValuesOp,
+                       WindowAggOp)
+from .timeutil import parse_duration
+from .types import Schema
+
+_PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
+
+
+def plan_physical(root: L.Node) -> PhysicalPlan:
+    return _Planner(root).build()
+
+
+class _Planner:
+    def __init__(self, root: L.Node):
+        self.root = root
+        self.ops: list[OpSpec] = []
+        self.done: dict[int, int] = {}
+        self.consumers: dict[int, int] = {}
+        for n in L.walk(root):
+            for i in n.inputs:
+                self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
+        self.required = _required_columns(root)
+
+    def build(self) -> PhysicalPlan:
+        out = self.op_for(self.root)
+        return PhysicalPlan(tuple(self.ops), out)
+
+    def add(self, cls, node: L.Node, inputs: tuple[int, ...], label: str, schema: pa.Schema | None = None, **kw) -> int:
+        op = cls(id=len(self.ops), inputs=inputs, schema=schema if schema is not None else node.schema.to_arrow(),
+                 changelog=node.changelog, watermark=node.watermark, label=label, **kw)
+        self.ops.append(op)
+        return op.id
+
+    def chain_below(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
+        """The per-batch nodes under ``node`` (bottom first) that can fuse into it, and their base."""
+        chain: list[L.Node] = []
+        cur = node
+        while isinstance(cur, _PER_BATCH) and (cur is node or self.consumers.get(id(cur), 0) <= 1) \
+                and id(cur) not in self.done:
+            chain.append(cur)
+            cur = cur.inputs[0]
+        return chain[::-1], cur
+
+    def op_for(self, node: L.Node) -> int:
+        if id(node) in self.done:
+            return self.done[id(node)]
+        if isinstance(node, _PER_BATCH):
+            chain, base = self.chain_below(node)
+            base_id = self.op_for(base)
+            sql = S.render(S.chain_sql(chain))
+            label = " -> ".join(n.label() for n in chain)
+            op_id = self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
+        elif isinstance(node, L.Scan):
+            op_id = self.source(node)
+        elif isinstance(node, L.Values):
+            op_id = self.values(node)
+        elif isinstance(node, L.WindowAggregate):
+            op_id = self.window_aggregate(node)
+        elif isinstance(node, L.Union):
+            inputs = tuple(self.op_for(i) for i in node.inputs)
+            op_id = self.add(UnionOp, node, inputs, node.label())
+        elif isinstance(node, L.Aggregate):
+            raise _unsupported("a GROUP BY without a window (an updating aggregate)",
+                               "group by window_start, window_end of a TUMBLE, HOP or CUMULATE window")
+        else:
+            raise _unsupported(type(node).__name__, "")
+        self.done[id(node)] = op_id
+        return op_id
+
+    def source(self, node: L.Scan) -> int:
+        src = node.source
+        needed = self.required.get(id(node), set(node.schema.names))
+        computed = [(n, e) for n, e in src.computed if n in needed]
+        wm = src.watermark
+        if wm is not None:
+            needed = needed | {wm.column}
+            if any(n == wm.column for n, _ in src.computed):
+                computed = [(n, e) for n, e in src.computed if n in needed]
+        for _, e in computed:
+            needed = needed | {c.name for c in e.find_all(exp.Column)}
+        columns = tuple(n for n in src.physical if n in needed)
+        fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
+        schema = Schema(tuple(fields))
+        computed_sql = None
+        if computed:
+            physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
+            items = [col(c) for c in columns] + [exp.alias_(S.typed(e, physical_schema), n, quoted=True)
+                                                 for n, e in computed]
+            computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
+        lateness = parse_duration(src.options["allowed_lateness"]) if "allowed_lateness" in src.options else 0
+        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
+                        computed_sql=computed_sql, time_column=wm.column if wm else None,
+                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness)
+
+    def values(self, node: L.Values) -> int:
+        if not node.schema.fields:
+            sql = exp.select(exp.alias_(exp.Literal.number(1), "__unit", quoted=True))
+            schema = pa.schema([pa.field("__unit", pa.int32())])
+            return self.add(ValuesOp, node, (), node.label(), schema=schema, sql=S.render(sql))
+        rows = [exp.Tuple(expressions=[S.cast(S.typed(v, Schema(())), f.type) for v, f in zip(r, node.schema)])
+                for r in node.rows]
+        alias = exp.TableAlias(this=exp.Identifier(this="v", quoted=True),
+                               columns=[exp.Identifier(this=f.name, quoted=True) for f in node.schema])
+        sql = exp.select(exp.Star()).from_(exp.Values(expressions=rows, alias=alias))
+        return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
+
+    def window_aggregate(self, node: L.WindowAggregate) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        inner = S.chain_sql(chain)
+        schema = node.input.schema
+        w = node.window
+        pane = exp.alias_(S.floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
+        keys = [col(k) for k in node.keys]
+        distinct = sorted({a.arg for a in node.aggs if a.distinct})
+        items: list[exp.Expression] = [pane, *keys, *[col(d) for d in distinct if d not in node.keys]]
+        aggs: list[PartialAgg] = []
+        for i, a in enumerate(node.aggs):
+            parts: list[tuple[str, str]] = []
+            arg = col(a.arg) if a.arg else None
+            if a.func == "count" and a.distinct:
+                parts.append((a.arg, "distinct"))
+            elif a.func == "count":
+                parts.append((f"__p{i}", "sum"))
+                items.append(exp.alias_(exp.Count(this=arg if arg is not None else exp.Star()), f"__p{i}", quoted=True))
+            elif a.func == "sum":
+                parts.append((f"__p{i}", "sum"))
+                items.append(exp.alias_(S.cast(exp.Sum(this=arg), a.type), f"__p{i}", quoted=True))
+            elif a.func == "avg":
+                sum_type = _sum_type(schema.find(a.arg).type)
+                parts += [(f"__p{i}s", "sum"), (f"__p{i}c", "sum")]
+                items.append(exp.alias_(S.cast(exp.Sum(this=arg), sum_type), f"__p{i}s", quoted=True))
+                items.append(exp.alias_(exp.Count(this=arg.copy()), f"__p{i}c", quoted=True))
+            else:  # min, max
+                parts.append((f"__p{i}", a.func))
+                cls = exp.Min if a.func == "min" else exp.Max
+                items.append(exp.alias_(cls(this=arg), f"__p{i}", quoted=True))
+            func = "count_distinct" if a.distinct else a.func
+            aggs.append(PartialAgg(func, a.name, a.type, tuple(parts)))
+        group = exp.Group(expressions=[exp.Literal.number(i + 1) for i in range(1 + len(keys) + len(
+            [d for d in distinct if d not in node.keys]))])
+        partial = exp.select(*items).from_(S.subquery(inner))
+        partial.set("group", group)
+        label = node.label()
+        return self.add(WindowAggOp, node, (base_id,), label, window=w, keys=node.keys, aggs=tuple(aggs),
+                        partial_sql=S.render(partial), distinct_columns=tuple(d for d in distinct if d not in node.keys))
+
+
+def _sum_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_decimal(t):
+        return pa.decimal128(38, t.scale)
+    return pa.float64()
+
+
+class UnsupportedPlan(DsmsError):
+    """A query the chosen route cannot run (yet); the message says what to do instead."""
+
+
+def _unsupported(what: str, instead: str) -> UnsupportedPlan:
+    return UnsupportedPlan(f"the runtime cannot run {what} yet" + (f"; {instead}" if instead else ""))
+
+
+def _required_columns(root: L.Node) -> dict[int, set[str]]:
+    """For each Scan, the columns the plan above it reads."""
+    need: dict[int, set[str]] = {id(root): set(root.schema.names)}
+    out: dict[int, set[str]] = {}
+    for node in reversed(L.walk(root)):
+        req = need.get(id(node), set())
+        if isinstance(node, L.Scan):
+            out[id(node)] = out.get(id(node), set()) | req
+            continue
+        for i, child_req in zip(node.inputs, _child_needs(node, req)):
+            need[id(i)] = need.get(id(i), set()) | child_req
+    return out
+
+
+def _refs(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if isinstance(node, L.Filter):
+        return [req | _refs(node.condition)]
+    if isinstance(node, L.Project):
+        used = set()
+        for name, e in node.exprs:
+            used |= _refs(e)
+        return [used]
+    if isinstance(node, L.WindowTVF):
+        return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, (L.WindowAggregate, L.Aggregate)):
+        cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
+        if isinstance(node, L.WindowAggregate):
+            cols |= {node.window.time_col} | set(node.window.partition_by)
+        return [cols]
+    if isinstance(node, L.Union):
+        idx = [i for i, n in enumerate(node.schema.names) if n in req]
+        return [{i.schema.fields[j].name for j in idx} for i in node.inputs]
+    return [set(i.schema.names) for i in node.inputs]

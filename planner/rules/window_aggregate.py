@@ -1,0 +1,97 @@
+"""Rule: an aggregate grouped by a window TVF's bounds becomes a WindowAggregate.
+
+Rewrites::
+
+    Aggregate(keys=[window_start, window_end, k], aggs)
+      Project / Filter ...          (not computing on the window columns)
+        WindowTVF(HOP(ts, slide=10s, size=1min))
+          X
+
+into::
+
+    Project(rename to the Aggregate's columns)
+      WindowAggregate(HOP(ts, slide=10s, size=1min), keys=[k], aggs)
+        Project / Filter ...        (window columns dropped, ts passed through)
+          X
+
+so the runtime aggregates each event once per pane and assembles windows
+when they close, instead of copying each event into every window it
+belongs to. Window columns may be renamed on their way to the aggregate's
+keys; if anything computes on them, the plan is left as it is (a regular
+aggregate over the TVF's rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from .. import logical as L
+from ..expressions import col
+from ..types import unique_name
+
+
+def window_aggregate(node: L.Node) -> L.Node:
+    if not isinstance(node, L.Aggregate):
+        return node
+    chain: list[L.Node] = []  # from just below the aggregate down to the TVF
+    cur = node.input
+    while isinstance(cur, (L.Project, L.Filter)):
+        chain.append(cur)
+        cur = cur.input
+    if not isinstance(cur, L.WindowTVF):
+        return node
+    tvf = cur
+    bottom_up = list(reversed(chain))
+
+    # Names denoting window columns at each level, from the TVF up.
+    wnames = {n: n for n in L.WINDOW_COLUMNS}
+    for n in bottom_up:
+        if isinstance(n, L.Filter):
+            if _refs(n.condition) & set(wnames):
+                return node
+            continue
+        above = {}
+        for out, e in n.exprs:
+            if isinstance(e, exp.Column) and e.name in wnames:
+                above[out] = wnames[e.name]
+            elif _refs(e) & set(wnames):
+                return node
+        wnames = above
+    if any(call.arg in wnames for call in node.aggs):
+        return node
+    window_keys = {k: wnames[k] for k in node.keys if k in wnames}
+    if not {"window_start", "window_end"} <= set(window_keys.values()):
+        return node
+
+    # Rebuild the chain over the TVF's input without window columns, carrying the time column up.
+    time_col = tvf.window.time_col
+    rebuilt: L.Node = tvf.input
+    wnames = {n: n for n in L.WINDOW_COLUMNS}
+    for n in bottom_up:
+        if isinstance(n, L.Filter):
+            rebuilt = L.Filter(rebuilt, n.condition)
+            continue
+        kept = [(name, e, t) for (name, e), t in zip(n.exprs, n.types)
+                if not (isinstance(e, exp.Column) and e.name in wnames)]
+        wnames = {out: 0 for out, e in n.exprs if isinstance(e, exp.Column) and e.name in wnames}
+        carried = next((name for name, e, _ in kept if isinstance(e, exp.Column) and e.name == time_col), None)
+        if carried is None:
+            carried = unique_name(time_col, [name for name, _, _ in kept] + list(wnames))
+            kept.append((carried, col(time_col), rebuilt.schema.find(time_col).type))
+        time_col = carried
+        rebuilt = L.Project(rebuilt, tuple((name, e) for name, e, _ in kept), tuple(t for _, _, t in kept))
+
+    keys = tuple(k for k in node.keys if k not in window_keys)
+    agg = L.WindowAggregate(rebuilt, replace(tvf.window, time_col=time_col), keys, node.aggs)
+
+    # Rename back to exactly the columns the Aggregate produced.
+    out = [(f.name, col(window_keys.get(f.name, f.name))) for f in node.schema]
+    types = tuple(agg.schema.find(e.name).type for _, e in out)
+    project = L.Project(agg, tuple(out), types)
+    return agg if project.is_identity() else project
+
+
+def _refs(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}

@@ -1,0 +1,200 @@
+"""SQL types, Arrow types, and the schemas of plan nodes.
+
+The planner's types are Arrow types, because that is what flows at run
+time. Every TIMESTAMP is carried as ``timestamp[us]`` without a time zone
+(DuckDB's and Spark's native precision); the declared precision only
+affects how values are printed (milliseconds, as Flink's TIMESTAMP(3)).
+
+A :class:`Field` also says whether the column is a time attribute: an
+event-time attribute (``rowtime``: the source's watermarked column, a
+window's ``window_time``) or a processing-time attribute (``proctime``).
+Windows, interval joins and OVER aggregates require one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ..grammar import Diagnostic, DsmsError, Span, SqlError
+
+TIMESTAMP = pa.timestamp("us")
+
+_FROM_SQL = {
+    exp.DataType.Type.BOOLEAN: pa.bool_(),
+    exp.DataType.Type.TINYINT: pa.int8(),
+    exp.DataType.Type.SMALLINT: pa.int16(),
+    exp.DataType.Type.INT: pa.int32(),
+    exp.DataType.Type.BIGINT: pa.int64(),
+    exp.DataType.Type.INT128: pa.int64(),
+    exp.DataType.Type.FLOAT: pa.float32(),
+    exp.DataType.Type.DOUBLE: pa.float64(),
+    exp.DataType.Type.VARCHAR: pa.string(),
+    exp.DataType.Type.CHAR: pa.string(),
+    exp.DataType.Type.TEXT: pa.string(),
+    exp.DataType.Type.DATE: pa.date32(),
+    exp.DataType.Type.TIMESTAMP: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPLTZ: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPTZ: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMP_MS: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMP_S: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPNTZ: TIMESTAMP,
+    exp.DataType.Type.DATETIME: TIMESTAMP,
+    exp.DataType.Type.VARBINARY: pa.binary(),
+    exp.DataType.Type.BINARY: pa.binary(),
+    exp.DataType.Type.BLOB: pa.binary(),
+}
+
+_SQL_NAMES = {
+    pa.bool_(): "BOOLEAN",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.date32(): "DATE",
+    TIMESTAMP: "TIMESTAMP(3)",
+    pa.binary(): "VARBINARY",
+    pa.null(): "NULL",
+}
+
+
+class TypeError_(DsmsError):
+    """A type the engine does not support."""
+
+
+def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:
+    """Parse a SQL type name (``BIGINT``, ``TIMESTAMP(3)``, ``DECIMAL(10, 2)``)."""
+    alias = {"BYTES": "VARBINARY", "STRING": "VARCHAR"}.get(text.strip().upper(), text)
+    try:
+        dtype = exp.DataType.build(alias)
+    except Exception:
+        dtype = None
+    result = from_sql_type(dtype) if dtype is not None else None
+    if result is None:
+        raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source,
+                                  help="use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE or TIMESTAMP(3)"))
+    return result
+
+
+def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
+    """The Arrow type of a sqlglot type, or None if it is not supported."""
+    t = dtype.this
+    if t == exp.DataType.Type.DECIMAL:
+        params = [int(p.name) for p in dtype.expressions] or [38, 18]
+        precision, scale = (params + [0])[:2]
+        return pa.decimal128(precision, scale)
+    if t == exp.DataType.Type.NULL:
+        return pa.null()
+    return _FROM_SQL.get(t)
+
+
+def to_sql_type(dtype: pa.DataType) -> exp.DataType:
+    """The sqlglot type of an Arrow type (for casts and type inference)."""
+    if pa.types.is_decimal(dtype):
+        return exp.DataType.build(f"DECIMAL({dtype.precision}, {dtype.scale})")
+    if pa.types.is_timestamp(dtype):
+        return exp.DataType.build("TIMESTAMP")
+    name = _SQL_NAMES.get(dtype)
+    if name is None or dtype == pa.null():
+        return exp.DataType.build("UNKNOWN") if name is None else exp.DataType.build("NULL")
+    return exp.DataType.build(name)
+
+
+def sql_name(dtype: pa.DataType) -> str:
+    """How a type is shown to users (DESCRIBE, EXPLAIN)."""
+    if pa.types.is_decimal(dtype):
+        return f"DECIMAL({dtype.precision}, {dtype.scale})"
+    if pa.types.is_timestamp(dtype):
+        return "TIMESTAMP(3)"
+    return _SQL_NAMES.get(dtype, str(dtype).upper())
+
+
+def is_numeric(dtype: pa.DataType) -> bool:
+    return pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A column of a plan node's output."""
+
+    name: str
+    type: pa.DataType
+    nullable: bool = True
+    rowtime: bool = False  # an event-time attribute that carries the watermark
+    proctime: bool = False  # a processing-time attribute
+
+    def plain(self) -> "Field":
+        """The same column without time-attribute status (after computing on it)."""
+        return replace(self, rowtime=False, proctime=False)
+
+    def renamed(self, name: str) -> "Field":
+        return replace(self, name=name)
+
+    def describe_type(self) -> str:
+        base = sql_name(self.type)
+        if self.rowtime:
+            return f"{base} *ROWTIME*"
+        if self.proctime:
+            return f"{base} *PROCTIME*"
+        return base
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The ordered, uniquely named columns of a plan node's output."""
+
+    fields: tuple[Field, ...]
+
+    def __post_init__(self):
+        seen: set[str] = set()
+        for f in self.fields:
+            key = f.name.lower()
+            if key in seen:
+                raise ValueError(f"duplicate column name {f.name!r} in schema")
+            seen.add(key)
+
+    def __iter__(self):
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def find(self, name: str) -> Field | None:
+        key = name.lower()
+        return next((f for f in self.fields if f.name.lower() == key), None)
+
+    def index(self, name: str) -> int:
+        key = name.lower()
+        return next(i for i, f in enumerate(self.fields) if f.name.lower() == key)
+
+    @property
+    def rowtime(self) -> Field | None:
+        """The first event-time attribute, if any."""
+        return next((f for f in self.fields if f.rowtime), None)
+
+    def to_arrow(self) -> pa.Schema:
+        return pa.schema([pa.field(f.name, f.type, nullable=f.nullable) for f in self.fields])
+
+    def to_type_dict(self) -> dict[str, str]:
+        """Column -> SQL type text, for sqlglot's type annotation."""
+        return {f.name: to_sql_type(f.type).sql() for f in self.fields}
+
+
+def unique_name(name: str, taken) -> str:
+    """``name``, or ``name0``, ``name1`` ... if it is taken (case-insensitively)."""
+    lowered = {t.lower() for t in taken}
+    if name.lower() not in lowered:
+        return name
+    i = 0
+    while f"{name}{i}".lower() in lowered:
+        i += 1
+    return f"{name}{i}"

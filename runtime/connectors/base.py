@@ -1,0 +1,88 @@
+"""The contract between the runtime and its connectors.
+
+A source reader yields Arrow tables with exactly the columns and types it
+was asked for; a sink writer takes the operator output (with the ``__op``
+column when the stream is updating). Both report a position so that a
+checkpoint can record how far they got and a restore can continue there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+
+from ...grammar import DsmsError
+
+
+class SourceError(DsmsError):
+    """Bad input in a source: names the source, the file, the line and the column."""
+
+    def __init__(self, message: str, *, source: str, file: str | None = None, line: int | None = None,
+                 column: str | None = None):
+        self.source, self.file, self.line, self.column = source, file, line, column
+        where = ", ".join(p for p in (
+            f"source '{source}'",
+            f"file {file}" if file else None,
+            f"line {line}" if line is not None else None,
+            f"column '{column}'" if column else None,
+        ) if p)
+        super().__init__(f"{message} ({where})")
+        self.reason = message
+
+
+class SinkError(DsmsError):
+    """A sink cannot be opened or written."""
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What the runtime wants from a source: these columns, with these types."""
+
+    name: str  # the source's name, for messages
+    options: dict  # the WITH (...) options, lower-case keys
+    path: str | None  # resolved against the script's folder
+    schema: pa.Schema  # the physical columns to read, in order, with their declared types
+    not_null: tuple[str, ...] = ()  # columns declared NOT NULL
+    batch_rows: int = 65536
+
+
+class SourceReader(Protocol):
+    def read(self) -> pa.Table | None:
+        """The next batch of rows.
+
+        Returns a table with ``schema``'s columns, or an empty table when an
+        unbounded source has nothing new right now, or None when a bounded
+        source is exhausted.
+        """
+
+    @property
+    def position(self) -> dict:
+        """A JSON-serialisable offset just past the rows returned so far."""
+
+    def seek(self, position: dict) -> None:
+        """Continue after ``position`` (from an earlier reader of the same source)."""
+
+    @property
+    def skipped(self) -> int:
+        """Rows rejected as malformed under on_error = 'skip'."""
+
+    def close(self) -> None: ...
+
+
+class SinkWriter(Protocol):
+    def write(self, table: pa.Table) -> None:
+        """Append rows (with ``__op`` if the result is updating)."""
+
+    def flush(self) -> None:
+        """Make everything written so far durable and readable."""
+
+    @property
+    def position(self) -> dict:
+        """How much has been written (for checkpoints)."""
+
+    def truncate(self, position: dict) -> None:
+        """Drop what was written after ``position`` (restore after a crash)."""
+
+    def close(self) -> None: ...
