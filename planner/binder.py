@@ -33,7 +33,7 @@ from . import logical as L
 from .catalog import Catalog, MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, output_name, passthrough
 from .timeutil import interval_micros, node_span
-from .types import Field, Schema, is_numeric, to_sql_type, unique_name
+from .types import Field, Schema, is_numeric, sql_name, to_sql_type, unique_name
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _bind_union(tree: exp.Union, ctx: _Context) -> L.Node:
             t = _common_type(t, node.schema.fields[i].type)
             if t is None:
                 raise ctx.error(f"UNION ALL column {i + 1} ('{f.name}') has incompatible types "
-                                f"{f.type} and {node.schema.fields[i].type}", tree)
+                                f"{sql_name(f.type)} and {sql_name(node.schema.fields[i].type)}", tree)
         types.append(t)
     aligned = []
     for node in inputs:
@@ -191,7 +191,7 @@ def _bind_select(select: exp.Select, ctx: _Context) -> L.Node:
 def _require_boolean(cond: exp.Expression, schema: Schema, tree: exp.Expression, ctx: _Context) -> None:
     t = infer_type(cond, schema, ctx.source)
     if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
-        raise ctx.error(f"the condition must be BOOLEAN, not {t}", tree)
+        raise ctx.error(f"the condition must be BOOLEAN, not {sql_name(t)}", tree)
 
 
 def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: _Context) -> list[exp.Expression]:
@@ -438,8 +438,8 @@ def _bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None
     # Rewrite SELECT and HAVING over the aggregate's output.
     key_map = list(zip(keys_bound, key_names))
     agg_map = [(a, c.name) for a, c in zip(agg_nodes, calls)]
-    post_items = [_over_aggregate(b, key_map, agg_map, ctx) for b in bound_items]
-    post_having = _over_aggregate(bound_having, key_map, agg_map, ctx) if bound_having is not None else None
+    post_items = [_over_aggregate(b, key_map, agg_map, ctx, at=i) for i, b in zip(items, bound_items)]
+    post_having = _over_aggregate(bound_having, key_map, agg_map, ctx, at=having) if bound_having is not None else None
     if post_having is not None:
         _require_boolean(post_having, agg.schema, having.this, ctx)
     post_scope = Scope.of(agg.schema, None)
@@ -461,11 +461,11 @@ class _Unnamed(exp.Expression):
     arg_types = {"this": True}
 
 
-def _over_aggregate(tree, key_map, agg_map, ctx: _Context):
+def _over_aggregate(tree, key_map, agg_map, ctx: _Context, at: exp.Expression | None = None):
     """Replace group keys and aggregates with references to the aggregate's output."""
     if isinstance(tree, (exp.Alias, _Unnamed)):
         out = tree.copy()
-        out.set("this", _over_aggregate(tree.this, key_map, agg_map, ctx))
+        out.set("this", _over_aggregate(tree.this, key_map, agg_map, ctx, at))
         return out
 
     def replace(node: exp.Expression) -> exp.Expression:
@@ -488,8 +488,14 @@ def _over_aggregate(tree, key_map, agg_map, ctx: _Context):
     valid = {n for _, n in key_map} | {n for _, n in agg_map}
     for c in out.find_all(exp.Column):
         if c.name not in valid:
-            raise ctx.error(f"column '{c.name}' must appear in GROUP BY or be used in an aggregate function", tree)
+            raise ctx.error(f"column '{c.name}' must appear in GROUP BY or be used in an aggregate function",
+                            _find_column(at, c.name) if at is not None else tree)
     return out
+
+
+def _find_column(tree: exp.Expression, name: str) -> exp.Expression:
+    """The first reference to column ``name`` in an unbound tree, for an error's position."""
+    return next((c for c in tree.find_all(exp.Column) if c.name.lower() == name.lower()), tree)
 
 
 def _agg_parts(a: exp.AggFunc, ctx: _Context) -> tuple[str, exp.Expression | None, bool]:

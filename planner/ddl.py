@@ -143,10 +143,22 @@ def bind_create_view(stmt: CreateView, schema: Schema) -> ViewDef:
     return ViewDef(name=stmt.name.value, query=stmt.query.tree, schema=schema, ddl=stmt.text)
 
 
-def bind_create_sink(stmt: CreateSink, schema: Schema, base_dir: str | None = None) -> SinkDef:
+# Sink formats that can only represent an append-only result.
+APPEND_ONLY_FORMATS = ("json", "csv", "parquet")
+
+
+def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir: str | None = None) -> SinkDef:
+    """Check a CREATE SINK against the result it will receive."""
     options = {k: v for k, v in stmt.options.items()}
     options.setdefault("connector", "memory")
     check_options(options, SINK_OPTIONS, "a sink", stmt)
+    fmt = options.get("format", "json").lower()
+    if options["connector"].lower() == "file" and changelog == "updating" and fmt in APPEND_ONLY_FORMATS:
+        raise SqlError(Diagnostic(
+            f"sink '{stmt.name.value}' uses format '{fmt}', which can only hold an append-only result, "
+            "but this query's result is updating (rows are retracted and replaced)", stmt.query.span, stmt.source,
+            help="use format = 'changelog-json' or 'debezium-json', or make the query append-only "
+                 "(e.g. a window aggregate that emits when the window closes)"))
     return SinkDef(name=stmt.name.value, options=options, query=stmt.query.tree, schema=schema,
                    base_dir=base_dir, ddl=stmt.text)
 

@@ -113,7 +113,7 @@ def infer_type(expr: exp.Expression, schema: Schema, source: str | None = None) 
     for c in probe.find_all(exp.Column):
         c.set("table", exp.Identifier(this=_IN, quoted=True))
     query = exp.select(exp.alias_(probe, "x", quoted=True)).from_(exp.Table(this=exp.Identifier(this=_IN, quoted=True)))
-    annotated = annotate_types(query, schema={_IN: schema.to_type_dict()}, dialect=Dsms)
+    annotated = annotate_types(query, schema={_IN: schema.to_type_dict()} if len(schema) else None, dialect=Dsms)
     dtype = annotated.expressions[0].type
     result = from_sql_type(dtype) if dtype is not None else None
     if result is None:

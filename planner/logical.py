@@ -30,6 +30,15 @@ WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 WINDOW_TIME_OFFSET_US = 1_000
 
 
+def show(e: exp.Expression) -> str:
+    """An expression as a user would write it (identifiers quoted only when needed)."""
+    e = e.copy()
+    for ident in e.find_all(exp.Identifier):
+        if ident.this and ident.this.replace("_", "a").isalnum() and not ident.this[0].isdigit():
+            ident.set("quoted", False)
+    return e.sql()
+
+
 def _derive(obj, **values) -> None:
     for k, v in values.items():
         object.__setattr__(obj, k, v)
@@ -171,7 +180,7 @@ class Filter(Node):
         return (self.input,)
 
     def label(self) -> str:
-        return f"Filter({self.condition.sql()})"
+        return f"Filter({show(self.condition)})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,7 +215,7 @@ class Project(Node):
             isinstance(e, exp.Column) and e.name == n for n, e in self.exprs)
 
     def label(self) -> str:
-        parts = [e.sql() if isinstance(e, exp.Column) and e.name == n else f"{e.sql()} AS {n}" for n, e in self.exprs]
+        parts = [show(e) if isinstance(e, exp.Column) and e.name == n else f"{show(e)} AS {n}" for n, e in self.exprs]
         return f"Project({', '.join(parts)})"
 
 

@@ -59,7 +59,8 @@ def typed(expr: exp.Expression, schema: Schema) -> exp.Expression:
     for c in probe.find_all(exp.Column):
         c.set("table", exp.Identifier(this=_IN, quoted=True))
     query = exp.select(probe).from_(exp.Table(this=exp.Identifier(this=_IN, quoted=True)))
-    annotated = annotate_types(query, schema={_IN: schema.to_type_dict()}, dialect=Dsms).expressions[0]
+    annotated = annotate_types(query, schema={_IN: schema.to_type_dict()} if len(schema) else None,
+                               dialect=Dsms).expressions[0]
     for c in annotated.find_all(exp.Column):
         c.set("table", None)
     return annotated

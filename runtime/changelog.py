@@ -7,6 +7,7 @@ update, ``+U`` the row after it, ``-D`` delete.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,3 +35,50 @@ def op_names(table: pa.Table) -> pa.Array:
 
 def is_retraction(table: pa.Table) -> pa.Array:
     return pc.is_in(table.column(OP), pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+
+
+class ChangelogError(ValueError):
+    """A changelog retracted a row that was not there."""
+
+
+def apply_changes(current: pa.Table | None, deltas: list[pa.Table], strict: bool = False) -> pa.Table:
+    """The relation after applying changelog ``deltas`` to ``current`` (a multiset of rows).
+
+    +I and +U add a row; -U and -D remove one equal row. With ``strict``,
+    removing a row that is not there raises ChangelogError (a valid
+    changelog never does that).
+    """
+    parts = []
+    if current is not None and current.num_rows:
+        parts.append(current.append_column("__n", pa.repeat(pa.scalar(1, pa.int64()), current.num_rows)))
+    for d in deltas:
+        if d.num_rows == 0:
+            continue
+        sign = pc.if_else(is_retraction(d), -1, 1).cast(pa.int64()) if has_op(d) else \
+            pa.repeat(pa.scalar(1, pa.int64()), d.num_rows)
+        body = d.drop_columns([OP]) if has_op(d) else d
+        parts.append(body.append_column("__n", sign))
+    if not parts:
+        return current if current is not None else pa.table({})
+    if strict:
+        # Apply in order, so a retraction that comes before its insert is caught.
+        running = None
+        for p in parts:
+            running = _sum_counts([running, p] if running is not None else [p])
+            if pc.any(pc.less(running.column("__n"), 0)).as_py():
+                bad = running.filter(pc.less(running.column("__n"), 0)).drop_columns(["__n"]).slice(0, 3)
+                raise ChangelogError(f"retraction of rows that were never emitted: {bad.to_pylist()}")
+        counted = running
+    else:
+        counted = _sum_counts(parts)
+    counted = counted.filter(pc.greater(counted.column("__n"), 0))
+    repeat = counted.column("__n").to_numpy()
+    indices = pa.array(np.repeat(np.arange(len(repeat)), repeat))
+    return counted.drop_columns(["__n"]).take(indices)
+
+
+def _sum_counts(parts: list[pa.Table]) -> pa.Table:
+    table = pa.concat_tables(parts, promote_options="default")
+    cols = [c for c in table.column_names if c != "__n"]
+    summed = table.group_by(cols, use_threads=False).aggregate([("__n", "sum")])
+    return summed.rename_columns(cols + ["__n"])

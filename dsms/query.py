@@ -1,0 +1,108 @@
+"""Query handles and statement results, as a program sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
+
+import pyarrow as pa
+
+from .runtime.changelog import OP, op_names
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .runtime.job import Job
+    from .runtime.output import CollectOutput
+
+
+def public_changes(table: pa.Table) -> pa.Table:
+    """A change batch with the row kind as a leading string column ``op`` (+I, -U, +U, -D)."""
+    ops = op_names(table)
+    body = table.drop_columns([OP]) if OP in table.column_names else table
+    return body.add_column(0, "op", ops)
+
+
+class QueryHandle:
+    """A running query: iterate its changes, or read its current result.
+
+    Example:
+        >>> import dsms
+        >>> engine = dsms.Engine()
+        >>> _ = engine.execute("CREATE STREAM s (x INT) WITH (connector = 'memory')")
+        >>> q = engine.query("SELECT x * 2 AS y FROM s")
+        >>> engine.insert("s", [{"x": 1}, {"x": 2}])
+        >>> engine.run_until_idle()
+        >>> q.snapshot().column("y").to_pylist()
+        [2, 4]
+    """
+
+    def __init__(self, engine: "Engine", name: str, job: "Job", output: "CollectOutput", changelog: str):
+        self.engine = engine
+        self.name = name
+        self.job = job
+        self.output = output
+        self.changelog = changelog
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.output.schema
+
+    @property
+    def done(self) -> bool:
+        """True once every input has ended and all results are out."""
+        return self.job.done
+
+    def poll(self) -> pa.Table:
+        """The changes since the last poll (or iteration), with an ``op`` column."""
+        batches = [public_changes(t) for t in self.output.drain()]
+        if batches:
+            return pa.concat_tables(batches)
+        return public_changes(self.output.schema.empty_table())
+
+    def changes(self) -> Iterator[pa.Table]:
+        """Run the engine until it is idle and yield each batch of changes as it is produced.
+
+        Stops when the query is done or no input is left to process; call
+        again after inserting more events.
+        """
+        while True:
+            for batch in self.output.drain():
+                yield public_changes(batch)
+            if self.job.done or not self.engine.step():
+                for batch in self.output.drain():
+                    yield public_changes(batch)
+                return
+
+    __iter__ = changes
+
+    def snapshot(self) -> pa.Table:
+        """The current result: every row so far, or the changelog applied if it is updating."""
+        return self.output.snapshot()
+
+    def to_pandas(self):
+        return self.snapshot().to_pandas()
+
+    def cancel(self) -> None:
+        self.engine.scheduler.stop(self.name)
+
+    def __repr__(self) -> str:
+        return f"<QueryHandle {self.name} {self.changelog} rows={self.output.rows} done={self.done}>"
+
+
+@dataclass
+class Result:
+    """What a statement returned: a message, a table (SHOW, DESCRIBE, EXPLAIN), or a query."""
+
+    kind: str
+    message: str | None = None
+    table: pa.Table | None = None
+    query: QueryHandle | None = None
+
+    def __str__(self) -> str:
+        if self.message is not None:
+            return self.message
+        if self.table is not None:
+            from .render import format_table
+
+            return format_table(self.table)
+        return repr(self.query)

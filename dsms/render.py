@@ -1,0 +1,42 @@
+"""Plain-text rendering of results for the terminal (CLI and REPL)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pyarrow as pa
+
+
+def format_value(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, _dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+def format_rows(table: pa.Table, widths: list[int] | None = None) -> tuple[list[str], list[int]]:
+    """Rows as aligned text lines; returns the lines and the column widths used."""
+    names = table.column_names
+    cells = [[format_value(v) for v in table.column(i).to_pylist()] for i in range(table.num_columns)]
+    if widths is None:
+        widths = [max([len(n)] + [len(c) for c in col]) for n, col in zip(names, cells)]
+    lines = []
+    for r in range(table.num_rows):
+        lines.append(" | ".join(cells[c][r].ljust(widths[c]) for c in range(len(names))).rstrip())
+    return lines, widths
+
+
+def format_header(names: list[str], widths: list[int]) -> list[str]:
+    head = " | ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip()
+    rule = "-+-".join("-" * w for w in widths)
+    return [head, rule]
+
+
+def format_table(table: pa.Table) -> str:
+    lines, widths = format_rows(table)
+    out = format_header(table.column_names, widths) + lines
+    out.append(f"({table.num_rows} row{'s' if table.num_rows != 1 else ''})")
+    return "\n".join(out)

@@ -1,0 +1,47 @@
+"""Running the planner's per-batch SQL with DuckDB over Arrow tables."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ..planner.physical import BATCH
+
+
+class Duck:
+    """One DuckDB connection, used by one job on one thread."""
+
+    def __init__(self, threads: int | None = None):
+        self.con = duckdb.connect()
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        self.calls = 0
+
+    def run(self, sql: str, table: pa.Table) -> pa.Table:
+        """Run ``sql`` with ``table`` visible as the relation ``__input``."""
+        self.con.register(BATCH, table)
+        try:
+            self.calls += 1
+            return self.con.sql(sql).to_arrow_table()
+        finally:
+            self.con.unregister(BATCH)
+
+    def query(self, sql: str) -> pa.Table:
+        self.calls += 1
+        return self.con.sql(sql).to_arrow_table()
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s column names and types (DuckDB may widen types)."""
+    if table.schema.equals(schema, check_metadata=False):
+        return table
+    columns = []
+    for i, field in enumerate(schema):
+        column = table.column(i)
+        if column.type != field.type:
+            column = column.cast(field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -1,0 +1,48 @@
+"""The operator contract: an input delta in, an output delta out.
+
+A job calls an operator's logic on one thread with three kinds of message:
+a batch on an input port, a new (combined) input watermark, and nothing
+else. ``on_batch`` and ``on_watermark`` return the output batches they
+produce; the job delivers those downstream before it forwards the
+watermark, so results a watermark releases always precede it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ..clock import SystemClock
+from ..duck import Duck
+from ..state import StateStore
+
+MIN_WATERMARK = -(2**62)
+MAX_WATERMARK = 2**62
+
+
+@dataclass
+class Env:
+    """What operators may use: a DuckDB executor, the state store and the clock."""
+
+    duck: Duck
+    state: StateStore = field(default_factory=StateStore)
+    clock: object = field(default_factory=SystemClock)
+
+
+class Logic:
+    """Base operator logic: passes batches and watermarks through unchanged."""
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        return [batch]
+
+    def on_watermark(self, watermark: int) -> list[pa.Table]:
+        return []
+
+    def output_watermark(self, watermark: int) -> int:
+        """The watermark this operator forwards once its input watermark is ``watermark``."""
+        return watermark
+
+    @property
+    def state_rows(self) -> int:
+        return 0

@@ -1,0 +1,34 @@
+"""Calc: filter, project and assign windows with one SQL statement per batch.
+
+Input delta -> output delta: each row maps to zero or more rows
+(a filter drops rows; a HOP or CUMULATE assignment repeats a row once per
+window). Stateless, so watermarks pass through.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...planner.physical import CalcOp
+from ..duck import conform
+from .base import Env, Logic
+
+
+class CalcLogic(Logic):
+    def __init__(self, spec: CalcOp, env: Env):
+        self.spec = spec
+        self.duck = env.duck
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        out = self.duck.run(self.spec.sql, batch)
+        return [conform(out, self.spec.schema)] if out.num_rows else []
+
+
+class UnionLogic(Logic):
+    """UNION ALL: every input batch goes out as it is (under the union's column names)."""
+
+    def __init__(self, spec, env: Env):
+        self.schema = spec.schema
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        return [conform(batch.rename_columns(self.schema.names), self.schema)]

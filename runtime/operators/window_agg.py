@@ -1,0 +1,130 @@
+"""Window aggregation: TUMBLE, HOP and CUMULATE, assembled from panes.
+
+Input delta -> output delta::
+
+    batch   : rows (ts, keys, values)           -> nothing (state grows)
+    watermark W : every window [s, e) with e <= W not yet emitted
+                  -> one row per (window, key), then its panes are freed
+
+Each batch is aggregated once by the planner's partial SQL into rows per
+(pane, key): a pane is the largest slice every window is made of (the
+window itself for TUMBLE, gcd(slide, size) for HOP, the step for
+CUMULATE). A window is assembled when the watermark passes its end by
+merging the partials of its panes, so an event is aggregated once however
+many windows it belongs to::
+
+    HOP(size=3, slide=1)     panes:  |p0|p1|p2|p3|p4|
+    window [0,3) = p0+p1+p2          |==========|
+    window [1,4) = p1+p2+p3             |==========|
+
+Empty windows are not emitted (as in Flink).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...planner.logical import WINDOW_TIME_OFFSET_US
+from ...planner.physical import PANE, WindowAggOp
+from ..duck import conform
+from .base import MIN_WATERMARK, Env, Logic
+
+# A pane that collected this many partial tables is merged into one.
+COMPACT_AT = 8
+_WS, _WE = "__ws", "__we"
+
+
+class WindowAggLogic(Logic):
+    def __init__(self, spec: WindowAggOp, env: Env):
+        self.spec = spec
+        self.duck = env.duck
+        self.window = spec.window
+        self.panes = env.state.panes(spec.id, "panes")
+        self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
+        self.group = [*spec.keys, *spec.distinct_columns]
+        self.merges = [(column, how) for a in spec.aggs for column, how in a.partials if how != "distinct"]
+
+    @property
+    def state_rows(self) -> int:
+        return self.panes.rows
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        partial = self.duck.run(self.spec.partial_sql, batch)
+        if partial.num_rows == 0:
+            return []
+        self.panes.add_split(partial.column(PANE), partial.drop_columns([PANE]))
+        for key in pc.unique(partial.column(PANE)).to_pylist():
+            if self.panes.pieces(key) >= COMPACT_AT:
+                self.panes.compact(key, self._merge_partials)
+        return []
+
+    def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
+        table = pa.concat_tables(tables)
+        merged = table.group_by(self.group, use_threads=False).aggregate(self.merges)
+        return merged.rename_columns(self.group + [c for c, _ in self.merges]).select(table.column_names)
+
+    def on_watermark(self, watermark: int) -> list[pa.Table]:
+        fired = self.fired.value
+        if watermark <= fired:
+            return []
+        ready: set[tuple[int, int]] = set()
+        for pane in self.panes.keys():
+            if pane >= watermark:
+                break  # every window of this pane (and of later ones) ends after the watermark
+            for start, end in self.window.windows_of_pane(pane):
+                if fired < end <= watermark:
+                    ready.add((start, end))
+        out = [self._emit(sorted(ready, key=lambda w: (w[1], w[0])))] if ready else []
+        for pane in self.panes.keys():
+            if pane >= watermark:
+                break
+            if self.window.pane_expiry(pane) <= watermark:
+                self.panes.pop(pane)
+        self.fired.value = watermark
+        return out
+
+    def _emit(self, windows: list[tuple[int, int]]) -> pa.Table:
+        pane = self.window.pane
+        pieces = []
+        for start, end in windows:
+            for p in range(start, end, pane):
+                for t in self.panes.get(p):
+                    n = t.num_rows
+                    pieces.append(t.append_column(_WS, pa.repeat(pa.scalar(start, pa.int64()), n))
+                                   .append_column(_WE, pa.repeat(pa.scalar(end, pa.int64()), n)))
+        table = pa.concat_tables(pieces)
+        keys = [_WS, _WE, *self.spec.keys]
+        specs = [(c, how) for c, how in self.merges]
+        specs += [(a.partials[0][0], "count_distinct") for a in self.spec.aggs if a.func == "count_distinct"]
+        merged = table.group_by(keys, use_threads=False).aggregate(specs)
+        merged = merged.sort_by([(_WE, "ascending"), (_WS, "ascending")] + [(k, "ascending") for k in self.spec.keys])
+
+        columns: dict[str, pa.Array] = {}
+        ws, we = merged.column(_WS), merged.column(_WE)
+        columns["window_start"] = ws.cast(pa.timestamp("us"))
+        columns["window_end"] = we.cast(pa.timestamp("us"))
+        columns["window_time"] = pc.subtract(we, WINDOW_TIME_OFFSET_US).cast(pa.timestamp("us"))
+        for k in self.spec.keys:
+            columns[k] = merged.column(k)
+        for a in self.spec.aggs:
+            columns[a.name] = _final(a, merged)
+        schema = self.spec.schema
+        return conform(pa.table([columns[f.name] for f in schema], names=schema.names), schema)
+
+
+def _final(agg, merged: pa.Table):
+    """An aggregate's value from its merged partial columns."""
+    if agg.func == "count_distinct":
+        return merged.column(f"{agg.partials[0][0]}_count_distinct")
+    if agg.func == "avg":
+        (s, _), (c, _) = agg.partials
+        total, count = merged.column(f"{s}_sum"), merged.column(f"{c}_sum")
+        count = pc.if_else(pc.equal(count, 0), None, count)
+        if pa.types.is_integer(agg.type):
+            return pc.divide(total, count).cast(agg.type)  # truncates toward zero, as Flink
+        if pa.types.is_decimal(total.type):
+            return pc.divide(total, count.cast(total.type)).cast(agg.type)
+        return pc.divide(total.cast(pa.float64()), count.cast(pa.float64()))
+    column, how = agg.partials[0]
+    return merged.column(f"{column}_{how}")

@@ -1,0 +1,124 @@
+"""The scheduler: the running jobs of one engine and the in-memory streams they share.
+
+Jobs take turns, one source batch at a time, so many standing queries can
+share one thread. Each job has its own DuckDB connection and state store.
+Memory streams and late-event logs are kept here, by source name, because
+several jobs read them.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+
+from ..planner.catalog import SourceDef
+from ..planner.physical import PhysicalPlan, SourceOp
+from .clock import SystemClock
+from .connectors.base import ReadRequest, SourceError, SourceReader
+from .duck import Duck
+from .job import Job, Output
+from .memory import MemoryLog
+from .operators.base import Env
+from .state import StateStore
+
+
+class Scheduler:
+    def __init__(self, clock=None, batch_rows: int = 65536):
+        self.clock = clock or SystemClock()
+        self.batch_rows = batch_rows
+        self.jobs: dict[str, Job] = {}
+        self.memory: dict[str, MemoryLog] = {}
+        self.late: dict[str, MemoryLog] = {}
+        self.lock = threading.RLock()
+
+    # -- shared logs --------------------------------------------------------------
+
+    def memory_log(self, source: SourceDef) -> MemoryLog:
+        key = source.name.lower()
+        if key not in self.memory:
+            fields = [source.schema.find(c) for c in source.physical]
+            self.memory[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in fields]))
+        return self.memory[key]
+
+    def late_log(self, op: SourceOp) -> MemoryLog:
+        key = op.source.name.lower()
+        if key not in self.late:
+            self.late[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in op.source.schema]))
+        return self.late[key]
+
+    def drop_source(self, name: str) -> None:
+        self.memory.pop(name.lower(), None)
+        self.late.pop(name.lower(), None)
+
+    def open_reader(self, op: SourceOp) -> SourceReader:
+        src = op.source
+        if src.connector == "memory":
+            reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"))
+            return _Select(reader, list(op.columns))
+        if src.connector == "file":
+            from .connectors import open_file_source
+
+            schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
+            not_null = tuple(c for c in op.columns if not src.schema.find(c).nullable or c == op.time_column)
+            rows = int(src.options.get("batch.size", self.batch_rows))
+            return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows))
+        raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
+
+    # -- jobs -----------------------------------------------------------------------
+
+    def start(self, name: str, plan: PhysicalPlan, output: Output) -> Job:
+        with self.lock:
+            env = Env(duck=Duck(), state=StateStore(), clock=self.clock)
+            job = Job(plan, output, env, self.open_reader, self.late_log)
+            self.jobs[name] = job
+            return job
+
+    def stop(self, name: str) -> Job | None:
+        with self.lock:
+            job = self.jobs.pop(name, None)
+        if job is not None:
+            job.env.duck.close()
+        return job
+
+    def step(self) -> bool:
+        """Give every running job one turn; True if any made progress."""
+        with self.lock:
+            jobs = [j for j in self.jobs.values() if not j.done and not getattr(j, "paused", False)]
+        progressed = False
+        for job in jobs:
+            progressed = job.step() or progressed
+        return progressed
+
+    def run_until_idle(self, max_steps: int | None = None) -> int:
+        steps = 0
+        while self.step():
+            steps += 1
+            if max_steps is not None and steps >= max_steps:
+                break
+        return steps
+
+
+class _Select:
+    """A reader that keeps only some columns of another reader's batches."""
+
+    def __init__(self, reader, columns: list[str]):
+        self.reader, self.columns = reader, columns
+
+    def read(self):
+        table = self.reader.read()
+        return table if table is None else table.select(self.columns)
+
+    @property
+    def position(self) -> dict:
+        return self.reader.position
+
+    def seek(self, position: dict) -> None:
+        self.reader.seek(position)
+
+    @property
+    def skipped(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.reader.close()
