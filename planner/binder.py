@@ -4,9 +4,9 @@ Syntax trees stop here. The binder resolves every name against the
 catalog and the scopes of FROM, checks functions, infers types, and builds
 :mod:`logical` nodes. Aggregation is bound the classic way: a projection
 computes group keys and aggregate arguments, an :class:`Aggregate` groups
-them, and HAVING and the SELECT list are rewritten over its output. Rules
-later turn an aggregate grouped by ``window_start, window_end`` of a
-window TVF into a :class:`WindowAggregate`.
+them, and HAVING and the SELECT list are rewritten over its output. An
+aggregate grouped by ``window_start, window_end`` of a window TVF becomes
+a :class:`WindowAggregate` right away (see :mod:`window_aggregate`).
 
 Example:
     >>> from dsms.planner import Catalog, bind_query
@@ -33,6 +33,7 @@ from . import logical as L
 from .catalog import Catalog, MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, output_name, passthrough
 from .timeutil import interval_micros, node_span
+from .window_aggregate import as_window_aggregate
 from .types import Field, Schema, is_numeric, sql_name, to_sql_type, unique_name
 
 
@@ -433,7 +434,7 @@ def _bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None
     pre_node = L.Project(node, tuple(pre), pre_types)
     if pre_node.is_identity():
         pre_node = node
-    agg = L.Aggregate(pre_node, tuple(key_names), tuple(calls))
+    agg = as_window_aggregate(L.Aggregate(pre_node, tuple(key_names), tuple(calls)))
 
     # Rewrite SELECT and HAVING over the aggregate's output.
     key_map = list(zip(keys_bound, key_names))

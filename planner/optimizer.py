@@ -13,12 +13,10 @@ from typing import Callable
 
 from . import logical as L
 from .rules.merge_projects import merge_projects
-from .rules.window_aggregate import window_aggregate
 
 Rule = Callable[[L.Node], L.Node]
 
 RULES: tuple[Rule, ...] = (
-    window_aggregate,
     merge_projects,
 )
 

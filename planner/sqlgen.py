@@ -97,28 +97,36 @@ def layer(node: L.Node, inner: exp.Expression) -> exp.Select:
 
 
 def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.Select:
-    """Each row with its windows' bounds; HOP and CUMULATE rows repeat once per window."""
+    """Each row with its windows' bounds; HOP and CUMULATE rows repeat once per window.
+
+    Rows keep whatever columns the batch has (sources read only the columns
+    a plan uses), so the input is selected with ``*``.
+    """
     us = epoch_us(col(w.time_col))
-    keep = [exp.Column(this=exp.Identifier(this=f.name, quoted=True)) for f in schema]
     if w.kind == "TUMBLE":
         start = floor_to(us, w.size, w.offset)
         end = exp.Add(this=start.copy(), expression=lit(w.size))
-        return exp.select(*keep, *_bounds(start, end)).from_(src)
+        return exp.select(exp.Star(), *_bounds(start, end)).from_(src)
     if w.kind == "HOP":
         last = floor_to(us, w.slide, w.offset)
         first = exp.Sub(this=last.copy(), expression=lit(w.size - w.slide))
         series = fn("generate_series", first, last, lit(w.slide))
-        expanded = exp.select(*keep, exp.alias_(exp.Unnest(expressions=[series]), "__ws", quoted=True)).from_(src)
+        expanded = exp.select(exp.Star(), exp.alias_(exp.Unnest(expressions=[series]), "__ws", quoted=True)).from_(src)
         ws = col("__ws")
-        return exp.select(*keep, *_bounds(ws, exp.Add(this=ws.copy(), expression=lit(w.size)))).from_(subquery(expanded))
+        return exp.select(_star_except("__ws"), *_bounds(ws, exp.Add(this=ws.copy(), expression=lit(w.size)))) \
+            .from_(subquery(expanded))
     if w.kind == "CUMULATE":
         start = floor_to(us, w.size, w.offset)
         first_end = exp.Add(this=floor_to(us, w.step, w.offset), expression=lit(w.step))
         series = fn("generate_series", first_end, exp.Add(this=start.copy(), expression=lit(w.size)), lit(w.step))
-        expanded = exp.select(*keep, exp.alias_(start, "__ws", quoted=True),
+        expanded = exp.select(exp.Star(), exp.alias_(start, "__ws", quoted=True),
                               exp.alias_(exp.Unnest(expressions=[series]), "__we", quoted=True)).from_(src)
-        return exp.select(*keep, *_bounds(col("__ws"), col("__we"))).from_(subquery(expanded))
+        return exp.select(_star_except("__ws", "__we"), *_bounds(col("__ws"), col("__we"))).from_(subquery(expanded))
     raise ValueError(f"{w.kind} windows cannot be assigned per batch")
+
+
+def _star_except(*names: str) -> exp.Star:
+    return exp.Star(except_=[col(n) for n in names])
 
 
 def _bounds(start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:

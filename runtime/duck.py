@@ -35,11 +35,18 @@ class Duck:
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s column names and types (DuckDB may widen types)."""
+    """``table`` with exactly ``schema``'s columns, by name, in order and with its types.
+
+    DuckDB may widen a type (SUM of BIGINT is HUGEINT) or give a column
+    another name's case; the plan's schema is what downstream relies on.
+    """
     if table.schema.equals(schema, check_metadata=False):
         return table
+    names = table.column_names
+    lowered = {n.lower(): i for i, n in enumerate(names)}
     columns = []
-    for i, field in enumerate(schema):
+    for field in schema:
+        i = lowered[field.name.lower()] if field.name not in names else names.index(field.name)
         column = table.column(i)
         if column.type != field.type:
             column = column.cast(field.type)

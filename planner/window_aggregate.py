@@ -1,4 +1,4 @@
-"""Rule: an aggregate grouped by a window TVF's bounds becomes a WindowAggregate.
+"""Analysis: an aggregate grouped by a window TVF's bounds is a WindowAggregate.
 
 Rewrites::
 
@@ -19,6 +19,12 @@ when they close, instead of copying each event into every window it
 belongs to. Window columns may be renamed on their way to the aggregate's
 keys; if anything computes on them, the plan is left as it is (a regular
 aggregate over the TVF's rows).
+
+This changes meaning, not just cost: a window aggregate emits each window
+once when it closes (append-only) and its window_time stays an event-time
+attribute, so windows can cascade. The binder applies it to every
+aggregate it builds, so the bound plan already has the right changelog
+mode and time attributes.
 """
 
 from __future__ import annotations
@@ -27,12 +33,12 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from .. import logical as L
-from ..expressions import col
-from ..types import unique_name
+from . import logical as L
+from .expressions import col
+from .types import unique_name
 
 
-def window_aggregate(node: L.Node) -> L.Node:
+def as_window_aggregate(node: L.Node) -> L.Node:
     if not isinstance(node, L.Aggregate):
         return node
     chain: list[L.Node] = []  # from just below the aggregate down to the TVF
