@@ -120,5 +120,5 @@ def did_you_mean(name: str, candidates) -> str | None:
     if close:
         return "did you mean " + " or ".join(f"'{lowered[c]}'" for c in close) + "?"
     if names and len(names) <= 12:
-        return "available: " + ", ".join(names)
+        return "available: " + ", ".join(f"'{n}'" for n in names)
     return None

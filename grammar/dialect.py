@@ -206,6 +206,14 @@ def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Ex
     except (ParseError, TokenError) as e:
         raise _syntax_error(e, text, offset, script) from None
     trees = [t for t in trees if t is not None]
+    if offset:
+        # Token offsets are relative to ``text``; make them point into the script.
+        for tree in trees:
+            for node in tree.walk():
+                meta = getattr(node, "_meta", None)
+                if meta and "start" in meta:
+                    meta["start"] += offset
+                    meta["end"] += offset
     if len(trees) != 1:
         raise SqlSyntaxError(Diagnostic("expected exactly one query", Span(offset, offset + len(text)), script or text))
     return trees[0]

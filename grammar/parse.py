@@ -182,12 +182,14 @@ class _Build(Transformer):
     def tz_suffix(self, children):
         return " " + " ".join(str(c).upper() for c in children)
 
-    def type_spec(self, children):
-        return "".join(children)
+    @v_args(meta=True)
+    def type_spec(self, meta, children):
+        return ("".join(children), _span(meta))
 
     @v_args(meta=True)
     def column_def(self, meta, children):
-        return st.ColumnDef(children[0], children[1], len(children) > 2, _span(meta))
+        type_text, type_span = children[1]
+        return st.ColumnDef(children[0], type_text, len(children) > 2, _span(meta), type_span)
 
     @v_args(meta=True)
     def computed_column(self, meta, children):

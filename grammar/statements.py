@@ -50,6 +50,7 @@ class ColumnDef:
     type_text: str
     not_null: bool
     span: Span
+    type_span: Span | None = None
 
 
 @dataclass(frozen=True)

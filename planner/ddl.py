@@ -71,7 +71,7 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     for c in stmt.columns:
         if any(f.name.lower() == c.name.value.lower() for f in fields):
             raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
-        fields.append(Field(c.name.value, parse_type(c.type_text, c.span, src), nullable=not c.not_null))
+        fields.append(Field(c.name.value, parse_type(c.type_text, c.type_span or c.span, src), nullable=not c.not_null))
     if not fields:
         raise SqlError(Diagnostic("a source needs at least one column", stmt.span, src))
     physical = tuple(f.name for f in fields)
