@@ -40,8 +40,9 @@ class MemoryLog:
             tables = list(self._tables)
         return pa.concat_tables(tables) if tables else self.schema.empty_table()
 
-    def reader(self, start: str = "earliest-offset") -> "MemoryReader":
-        return MemoryReader(self, 0 if start == "earliest-offset" else len(self._tables))
+    def reader(self, start: str = "earliest-offset", batch_rows: int = 65536) -> "MemoryReader":
+        offset = 0 if start == "earliest-offset" else len(self._tables)
+        return MemoryReader(self, offset, batch_rows)
 
     def _since(self, offset: int) -> list[pa.Table]:
         with self._lock:
@@ -49,26 +50,44 @@ class MemoryLog:
 
 
 class MemoryReader:
-    """Reads a MemoryLog from an offset (counted in appended tables)."""
+    """Reads a MemoryLog from a position: (appended table, row within it)."""
 
-    def __init__(self, log: MemoryLog, offset: int = 0):
+    def __init__(self, log: MemoryLog, offset: int = 0, batch_rows: int = 65536):
         self.log = log
         self.offset = offset
+        self.row = 0
+        self.batch_rows = batch_rows
 
     def read(self) -> pa.Table | None:
+        """Up to ``batch_rows`` rows; a larger insert is read in slices."""
         closed = self.log.closed  # read the flag first: nothing appended before it is missed
         tables = self.log._since(self.offset)
         if not tables:
             return None if closed else self.log.schema.empty_table()
-        self.offset += len(tables)
-        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        taken, rows = [], 0
+        for t in tables:
+            piece = t.slice(self.row) if self.row else t
+            room = self.batch_rows - rows
+            if piece.num_rows > room and rows:
+                break
+            if piece.num_rows > self.batch_rows:
+                piece = piece.slice(0, self.batch_rows)
+                self.row += piece.num_rows
+                taken.append(piece)
+                break
+            taken.append(piece)
+            rows += piece.num_rows
+            self.offset += 1
+            self.row = 0
+        return taken[0] if len(taken) == 1 else pa.concat_tables(taken)
 
     @property
     def position(self) -> dict:
-        return {"offset": self.offset}
+        return {"offset": self.offset, "row": self.row}
 
     def seek(self, position: dict) -> None:
         self.offset = int(position["offset"])
+        self.row = int(position.get("row", 0))
 
     @property
     def skipped(self) -> int:

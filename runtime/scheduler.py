@@ -54,7 +54,8 @@ class Scheduler:
     def open_reader(self, op: SourceOp) -> SourceReader:
         src = op.source
         if src.connector == "memory":
-            reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"))
+            reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"),
+                                                 self.batch_rows)
             return _Select(reader, list(op.columns))
         if src.connector == "file":
             from .connectors import open_file_source
