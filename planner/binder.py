@@ -160,9 +160,6 @@ def _bind_select(select: exp.Select, ctx: _Context) -> L.Node:
         if select.args.get(clause) is not None:
             raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
-    if select.args.get("distinct") is not None:
-        raise ctx.error("SELECT DISTINCT is not supported yet", select.args["distinct"],
-                        help="use GROUP BY on the selected columns")
 
     from_ = select.args.get("from_")
     if from_ is None:
@@ -185,8 +182,13 @@ def _bind_select(select: exp.Select, ctx: _Context) -> L.Node:
         node, scope, items, having_cond = _bind_aggregation(node, scope, items, group, having, ctx)
         if having_cond is not None:
             node = L.Filter(node, having_cond)
-        return _project(node, scope, items, ctx, prebound=True)
-    return _project(node, scope, items, ctx)
+        node = _project(node, scope, items, ctx, prebound=True)
+    else:
+        node = _project(node, scope, items, ctx)
+    if select.args.get("distinct") is not None:
+        # SELECT DISTINCT is a group aggregate on every selected column.
+        node = L.Aggregate(node, tuple(node.schema.names), ())
+    return node
 
 
 def _require_boolean(cond: exp.Expression, schema: Schema, tree: exp.Expression, ctx: _Context) -> None:

@@ -295,7 +295,9 @@ class Aggregate(Node):
     def __post_init__(self):
         key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
         agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
-        _derive(self, schema=Schema(key_fields + agg_fields), changelog=UPDATING, watermark=None)
+        # Distinct keys of an append-only input only ever appear: nothing is retracted.
+        changelog = APPEND if not self.aggs and self.input.changelog == APPEND else UPDATING
+        _derive(self, schema=Schema(key_fields + agg_fields), changelog=changelog, watermark=None)
 
     @property
     def inputs(self):

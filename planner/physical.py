@@ -18,6 +18,7 @@ from .logical import WindowSpec
 
 BATCH = "__input"  # the relation name per-batch SQL reads
 PANE = "__pane"  # the pane start (epoch microseconds) column of partial aggregates
+OP = "__op"  # the changelog column of updating streams (int8: 0 +I, 1 -U, 2 +U, 3 -D)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,20 @@ class WindowAggOp(OpSpec):
     aggs: tuple[PartialAgg, ...] = ()
     partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
     distinct_columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupAggOp(OpSpec):
+    """A group aggregate without a window: an updating result, state in DuckDB tables.
+
+    See planner/sqlgen_group.py for the statements.
+    """
+
+    keys: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+    per_batch: tuple[str, ...] = ()
+    compact: tuple[str, ...] = ()
+    state_tables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
 from .expressions import col
-from .physical import (PANE, CalcOp, OpSpec, PartialAgg, PhysicalPlan, SourceOp, UnionOp, ValuesOp,
-                       WindowAggOp)
+from .physical import (OP, PANE, CalcOp, GroupAggOp, OpSpec, PartialAgg, PhysicalPlan, SourceOp, UnionOp,
+                       ValuesOp, WindowAggOp)
+from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema
 
@@ -47,7 +48,10 @@ class _Planner:
         return PhysicalPlan(tuple(self.ops), out)
 
     def add(self, cls, node: L.Node, inputs: tuple[int, ...], label: str, schema: pa.Schema | None = None, **kw) -> int:
-        op = cls(id=len(self.ops), inputs=inputs, schema=schema if schema is not None else node.schema.to_arrow(),
+        schema = schema if schema is not None else node.schema.to_arrow()
+        if node.changelog == L.UPDATING and OP not in schema.names:
+            schema = schema.append(pa.field(OP, pa.int8()))  # updating streams carry their row kind
+        op = cls(id=len(self.ops), inputs=inputs, schema=schema,
                  changelog=node.changelog, watermark=node.watermark, label=label, **kw)
         self.ops.append(op)
         return op.id
@@ -81,8 +85,7 @@ class _Planner:
             inputs = tuple(self.op_for(i) for i in node.inputs)
             op_id = self.add(UnionOp, node, inputs, node.label())
         elif isinstance(node, L.Aggregate):
-            raise _unsupported("a GROUP BY without a window (an updating aggregate)",
-                               "group by window_start, window_end of a TUMBLE, HOP or CUMULATE window")
+            op_id = self.group_aggregate(node)
         else:
             raise _unsupported(type(node).__name__, "")
         self.done[id(node)] = op_id
@@ -126,7 +129,21 @@ class _Planner:
         sql = exp.select(exp.Star()).from_(exp.Values(expressions=rows, alias=alias))
         return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
 
+    def group_aggregate(self, node: L.Aggregate) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        updating = node.input.changelog == L.UPDATING
+        sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
+                            S.render(S.chain_sql(chain)))
+        return self.add(GroupAggOp, node, (base_id,), node.label(), keys=node.keys, setup=sql.setup,
+                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
+
     def window_aggregate(self, node: L.WindowAggregate) -> int:
+        if node.input.changelog == L.UPDATING:
+            raise _unsupported("a window aggregate over an updating input",
+                               "window aggregates need an append-only input (a stream)")
         chain, base = self.chain_below(node.input)
         if not chain:
             base = node.input

@@ -16,7 +16,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from ..grammar.dialect import Dsms
 from . import logical as L
 from .expressions import col
-from .physical import BATCH
+from .physical import BATCH, OP
 from .types import Schema, to_sql_type
 
 DIALECT = "duckdb"
@@ -90,6 +90,8 @@ def layer(node: L.Node, inner: exp.Expression) -> exp.Select:
         return star_from(src).where(typed(node.condition, schema))
     if isinstance(node, L.Project):
         items = [exp.alias_(typed(e, schema), name, quoted=True) for name, e in node.exprs]
+        if node.changelog == L.UPDATING:
+            items.append(col(OP))  # an updating stream keeps its row kinds
         return exp.select(*items).from_(src)
     if isinstance(node, L.WindowTVF):
         return window_columns(node.window, src, schema)

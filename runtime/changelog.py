@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-OP = "__op"
+from ..planner.physical import OP
+
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 OP_NAMES = ("+I", "-U", "+U", "-D")
 

@@ -116,11 +116,40 @@ class ValueState:
         self.value = value
 
 
+class DuckTables:
+    """State an operator keeps in DuckDB tables of the job's connection."""
+
+    def __init__(self, duck, names: tuple[str, ...]) -> None:
+        self.duck, self.names = duck, names
+
+    @property
+    def rows(self) -> int:
+        return sum(self.duck.con.execute(f"SELECT COUNT(*) FROM {n}").fetchone()[0] for n in self.names)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.snapshot().values())
+
+    def snapshot(self) -> dict[str, pa.Table]:
+        return {n: self.duck.query(f"SELECT * FROM {n}") for n in self.names}
+
+    def restore(self, tables: dict[str, pa.Table]) -> None:
+        for name, table in tables.items():
+            self.duck.con.register("__restore", table)
+            self.duck.con.execute(f"DELETE FROM {name}")
+            self.duck.con.execute(f"INSERT INTO {name} SELECT * FROM __restore")
+            self.duck.con.unregister("__restore")
+
+
 class StateStore:
     """All operator state of one job, by ``'<operator id>/<name>'``."""
 
     def __init__(self) -> None:
-        self._states: dict[str, PaneState | ValueState] = {}
+        self._states: dict[str, PaneState | ValueState | DuckTables] = {}
+
+    def duck_tables(self, op_id: int, names: tuple[str, ...], duck) -> DuckTables:
+        state = self._states[f"{op_id}/tables"] = DuckTables(duck, names)
+        return state
 
     def panes(self, op_id: int, name: str) -> PaneState:
         return self._get(f"{op_id}/{name}", PaneState)
@@ -139,20 +168,21 @@ class StateStore:
 
     def rows(self, op_id: int | None = None) -> int:
         return sum(s.rows for k, s in self._states.items()
-                   if isinstance(s, PaneState) and (op_id is None or k.startswith(f"{op_id}/")))
+                   if not isinstance(s, ValueState) and (op_id is None or k.startswith(f"{op_id}/")))
 
     def nbytes(self, op_id: int | None = None) -> int:
         return sum(s.nbytes for k, s in self._states.items()
-                   if isinstance(s, PaneState) and (op_id is None or k.startswith(f"{op_id}/")))
+                   if not isinstance(s, ValueState) and (op_id is None or k.startswith(f"{op_id}/")))
 
     def snapshot(self) -> dict[str, Any]:
         """Tables and values of every state, for a checkpoint."""
-        return {k: ("panes", s.snapshot()) if isinstance(s, PaneState) else ("value", s.snapshot())
-                for k, s in self._states.items()}
+        kinds = {PaneState: "panes", ValueState: "value", DuckTables: "tables"}
+        return {k: (kinds[type(s)], s.snapshot()) for k, s in self._states.items()}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
-        self._states.clear()
+        """Put back a snapshot into the states the operators of this job have created."""
         for key, (kind, data) in snapshot.items():
-            state = PaneState() if kind == "panes" else ValueState()
+            state = self._states.get(key)
+            if state is None:
+                state = self._states[key] = PaneState() if kind == "panes" else ValueState()
             state.restore(data)
-            self._states[key] = state

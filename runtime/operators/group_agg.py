@@ -1,0 +1,52 @@
+"""Group aggregation without a window: an updating result.
+
+Input delta -> output delta::
+
+    +I / +U rows   add to their key's aggregates
+    -U / -D rows   subtract from them
+    per batch      -U old, +U new for each key whose result changed;
+                   +I for a new key; -D when a key's rows are all retracted
+
+State lives in DuckDB tables in the job's connection (see
+planner/sqlgen_group.py); MIN, MAX and COUNT(DISTINCT) keep multisets so
+they stay exact under retraction.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...planner.physical import BATCH, GroupAggOp
+from ..duck import conform
+from .base import Env, Logic
+
+# Merge the multiset logs after this many batches.
+COMPACT_EVERY = 64
+
+
+class GroupAggLogic(Logic):
+    def __init__(self, spec: GroupAggOp, env: Env):
+        self.spec = spec
+        self.con = env.duck.con
+        for stmt in spec.setup:
+            self.con.execute(stmt)
+        env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+        self.batches = 0
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        self.con.register(BATCH, batch)
+        try:
+            for stmt in self.spec.per_batch[:-1]:
+                self.con.execute(stmt)
+            out = self.con.sql(self.spec.per_batch[-1]).to_arrow_table()
+        finally:
+            self.con.unregister(BATCH)
+        self.batches += 1
+        if self.spec.compact and self.batches % COMPACT_EVERY == 0:
+            for stmt in self.spec.compact:
+                self.con.execute(stmt)
+        return [conform(out, self.spec.schema)] if out.num_rows else []
+
+    @property
+    def state_rows(self) -> int:
+        return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchone()[0]
