@@ -34,7 +34,7 @@ from .catalog import Catalog, MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, output_name, passthrough
 from .timeutil import interval_micros, node_span
 from .window_aggregate import as_window_aggregate
-from .types import Field, Schema, is_numeric, sql_name, to_sql_type, unique_name
+from .types import Field, Schema, is_numeric, sql_name, sum_type, to_sql_type, unique_name
 
 
 @dataclass
@@ -530,11 +530,7 @@ def _agg_type(func: str, arg_type: pa.DataType | None, node: exp.Expression, ctx
     if func in ("sum", "avg") and not is_numeric(arg_type):
         raise ctx.error(f"{func.upper()} needs a numeric argument, not {arg_type}", node)
     if func == "sum":
-        if pa.types.is_integer(arg_type):
-            return pa.int64()
-        if pa.types.is_decimal(arg_type):
-            return pa.decimal128(38, arg_type.scale)
-        return pa.float64()
+        return sum_type(arg_type)
     if func == "avg":
         # As in Flink, the average of an integer column is an integer (truncated).
         if pa.types.is_integer(arg_type):

@@ -23,7 +23,7 @@ from .physical import (OP, PANE, CalcOp, GroupAggOp, OpSpec, PartialAgg, Physica
                        ValuesOp, WindowAggOp)
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
-from .types import Schema
+from .types import Schema, sum_type
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
 
@@ -137,7 +137,7 @@ class _Planner:
         updating = node.input.changelog == L.UPDATING
         sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
                             S.render(S.chain_sql(chain)))
-        return self.add(GroupAggOp, node, (base_id,), node.label(), keys=node.keys, setup=sql.setup,
+        return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
 
     def window_aggregate(self, node: L.WindowAggregate) -> int:
@@ -168,7 +168,7 @@ class _Planner:
                 parts.append((f"__p{i}", "sum"))
                 items.append(exp.alias_(S.cast(exp.Sum(this=arg), a.type), f"__p{i}", quoted=True))
             elif a.func == "avg":
-                sum_type = _sum_type(schema.find(a.arg).type)
+                sum_type = sum_type(schema.find(a.arg).type)
                 parts += [(f"__p{i}s", "sum"), (f"__p{i}c", "sum")]
                 items.append(exp.alias_(S.cast(exp.Sum(this=arg), sum_type), f"__p{i}s", quoted=True))
                 items.append(exp.alias_(exp.Count(this=arg.copy()), f"__p{i}c", quoted=True))
@@ -182,17 +182,17 @@ class _Planner:
             [d for d in distinct if d not in node.keys]))])
         partial = exp.select(*items).from_(S.subquery(inner))
         partial.set("group", group)
-        label = node.label()
-        return self.add(WindowAggOp, node, (base_id,), label, window=w, keys=node.keys, aggs=tuple(aggs),
+        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), window=w, keys=node.keys, aggs=tuple(aggs),
                         partial_sql=S.render(partial), distinct_columns=tuple(d for d in distinct if d not in node.keys))
 
 
-def _sum_type(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_integer(t):
-        return pa.int64()
-    if pa.types.is_decimal(t):
-        return pa.decimal128(38, t.scale)
-    return pa.float64()
+def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
+    """An operator's label, with the per-batch nodes fused into its input SQL."""
+    if not chain:
+        return node.label()
+    return f"{node.label()} over {' -> '.join(n.label() for n in chain)}"
+
+
 
 
 class UnsupportedPlan(DsmsError):

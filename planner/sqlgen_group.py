@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from .logical import AggCall
 from .physical import OP
-from .types import Schema, to_sql_type
+from .types import Schema, sum_type, to_sql_type
 
 
 def q(name: str) -> str:
@@ -44,12 +44,6 @@ class GroupAggSql:
     state_tables: tuple[str, ...]
 
 
-def sum_type(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_integer(t):
-        return pa.int64()
-    if pa.types.is_decimal(t):
-        return pa.decimal128(38, t.scale)
-    return pa.float64()
 
 
 def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,

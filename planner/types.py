@@ -114,6 +114,15 @@ def sql_name(dtype: pa.DataType) -> str:
     return _SQL_NAMES.get(dtype, str(dtype).upper())
 
 
+def sum_type(dtype: pa.DataType) -> pa.DataType:
+    """The type of SUM over ``dtype``: BIGINT for integers, DECIMAL(38, s), else DOUBLE."""
+    if pa.types.is_integer(dtype):
+        return pa.int64()
+    if pa.types.is_decimal(dtype):
+        return pa.decimal128(38, dtype.scale)
+    return pa.float64()
+
+
 def is_numeric(dtype: pa.DataType) -> bool:
     return pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
 
