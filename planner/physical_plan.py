@@ -168,9 +168,9 @@ class _Planner:
                 parts.append((f"__p{i}", "sum"))
                 items.append(exp.alias_(S.cast(exp.Sum(this=arg), a.type), f"__p{i}", quoted=True))
             elif a.func == "avg":
-                sum_type = sum_type(schema.find(a.arg).type)
+                partial_sum_type = sum_type(schema.find(a.arg).type)
                 parts += [(f"__p{i}s", "sum"), (f"__p{i}c", "sum")]
-                items.append(exp.alias_(S.cast(exp.Sum(this=arg), sum_type), f"__p{i}s", quoted=True))
+                items.append(exp.alias_(S.cast(exp.Sum(this=arg), partial_sum_type), f"__p{i}s", quoted=True))
                 items.append(exp.alias_(exp.Count(this=arg.copy()), f"__p{i}c", quoted=True))
             else:  # min, max
                 parts.append((f"__p{i}", a.func))
