@@ -10,7 +10,7 @@ import time
 from . import __version__
 from .engine import Engine
 from .errors import DsmsError
-from .grammar import (CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script)
+from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
 from .render import format_header, format_rows, format_value
@@ -162,7 +162,7 @@ class _Progress:
 
     def line(self) -> str:
         jobs = list(self.engine.scheduler.jobs.values())
-        events = sum(j.rows_in for j in jobs)
+        events = events_read(self.engine)
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         marks = [s.watermark for j in jobs for _, s in j.sources if not s.finished]
         wm = _format_watermark(min(marks)) if marks else "end of input"
@@ -200,12 +200,21 @@ def _format_watermark(wm: int) -> str:
     return format_value(dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=wm))
 
 
+def events_read(engine: Engine) -> int:
+    """Events read from the sources: each source counted once, however many queries read it."""
+    per_source: dict[str, int] = {}
+    for job in engine.scheduler.jobs.values():
+        for _, s in job.sources:
+            per_source[s.name] = max(per_source.get(s.name, 0), s.rows_read)
+    return sum(per_source.values())
+
+
 def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: bool = False) -> None:
     if quiet:
         return
     elapsed = time.perf_counter() - started
     jobs = engine.scheduler.jobs
-    events = sum(j.rows_in for j in jobs.values())
+    events = events_read(engine)
     late: dict[str, int] = {}
     for j in jobs.values():
         for name, n in j.late.items():

@@ -24,9 +24,25 @@ import os
 
 import pyarrow as pa
 
-from .grammar import (CreateMaterializedView, CreateSink, CreateSource, CreateView, Describe, Diagnostic, Drop,
-                      DsmsError, Explain, Insert, PauseQuery, QueryStatement, ResetOption, ResumeQuery, SetOption,
-                      Show, SqlError, Statement, parse_script)
+from .grammar import (
+    CreateMaterializedView,
+    CreateSink,
+    CreateSource,
+    CreateView,
+    Describe,
+    Diagnostic,
+    Drop,
+    DsmsError,
+    Explain,
+    Insert,
+    QueryStatement,
+    ResetOption,
+    SetOption,
+    Show,
+    SqlError,
+    Statement,
+    parse_script,
+)
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view

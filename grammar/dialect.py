@@ -28,7 +28,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from .diagnostics import Diagnostic, Span, SqlSyntaxError
-from .functions import FLINK_FUNCTIONS
+from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
 
 WINDOW_KINDS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
 
@@ -78,6 +78,8 @@ class Dsms(Dialect):
     NORMALIZE_FUNCTIONS = "upper"
     # Flink semantics: INT / INT is an integer division.
     TYPED_DIVISION = True
+    # Flink's result types (YEAR is BIGINT, ROUND keeps its argument's type, INT / INT is INT).
+    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, **FLINK_TYPES}
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
@@ -91,6 +93,7 @@ class Dsms(Dialect):
 
         FUNCTION_PARSERS = {
             **parser.Parser.FUNCTION_PARSERS,
+            **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP
             **{kind: (lambda self, k=kind: self._parse_window_function(k)) for kind in WINDOW_KINDS},
             "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
         }

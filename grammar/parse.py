@@ -21,8 +21,8 @@ import lark
 from lark import Token, Transformer, v_args
 
 from . import statements as st
-from .dialect import parse_expression, parse_query
 from .diagnostics import Diagnostic, Span, SqlSyntaxError
+from .dialect import parse_expression, parse_query
 
 # How terminals are named to a user in "expected ..." messages.
 _TERMINAL_WORDS = {

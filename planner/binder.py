@@ -28,13 +28,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, Query, Span, SqlError
-from ..grammar.dialect import GroupWindow, WindowTVF as WindowTVFExpr
+from ..grammar.dialect import GroupWindow
+from ..grammar.dialect import WindowTVF as WindowTVFExpr
 from . import logical as L
 from .catalog import Catalog, MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, output_name, passthrough
 from .timeutil import interval_micros, node_span
-from .window_aggregate import as_window_aggregate
 from .types import Field, Schema, is_numeric, sql_name, sum_type, to_sql_type, unique_name
+from .window_aggregate import as_window_aggregate
 
 
 @dataclass

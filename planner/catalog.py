@@ -138,7 +138,7 @@ class Catalog:
         if existing is not None and not replace:
             raise SqlError(Diagnostic(f"{existing.object_kind} '{existing.name}' already exists",
                                       name.span if name else None, source,
-                                      help=f"drop it first, or use CREATE OR REPLACE / IF NOT EXISTS"))
+                                      help="drop it first, or use CREATE OR REPLACE / IF NOT EXISTS"))
         self.objects[obj.name.lower()] = obj
 
     def drop(self, name: str) -> CatalogObject | None:

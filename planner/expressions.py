@@ -14,8 +14,8 @@ from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from ..grammar import Diagnostic, SqlError
-from ..grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
 from ..grammar.diagnostics import did_you_mean
+from ..grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
 from .functions import AGGREGATES, check_function
 from .timeutil import node_span
 from .types import Field, Schema, from_sql_type

@@ -19,8 +19,19 @@ from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
 from .expressions import col
-from .physical import (OP, PANE, CalcOp, GroupAggOp, OpSpec, PartialAgg, PhysicalPlan, SourceOp, UnionOp,
-                       ValuesOp, WindowAggOp)
+from .physical import (
+    OP,
+    PANE,
+    CalcOp,
+    GroupAggOp,
+    OpSpec,
+    PartialAgg,
+    PhysicalPlan,
+    SourceOp,
+    UnionOp,
+    ValuesOp,
+    WindowAggOp,
+)
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema, sum_type
@@ -226,7 +237,7 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [req | _refs(node.condition)]
     if isinstance(node, L.Project):
         used = set()
-        for name, e in node.exprs:
+        for _, e in node.exprs:
             used |= _refs(e)
         return [used]
     if isinstance(node, L.WindowTVF):

@@ -16,6 +16,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from ..grammar.dialect import Dsms
 from . import logical as L
 from .expressions import col
+from .functions import lower_functions
 from .physical import BATCH, OP
 from .types import Schema, to_sql_type
 
@@ -63,7 +64,8 @@ def typed(expr: exp.Expression, schema: Schema) -> exp.Expression:
                                dialect=Dsms).expressions[0]
     for c in annotated.find_all(exp.Column):
         c.set("table", None)
-    return annotated
+    # Calls whose Flink meaning depends on argument types (ROUND of a DOUBLE, TRUNCATE, CAST to VARCHAR).
+    return lower_functions(annotated)
 
 
 def cast(e: exp.Expression, dtype: pa.DataType) -> exp.Expression:

@@ -6,7 +6,7 @@ import threading
 
 import pyarrow as pa
 
-from .changelog import OP, apply_changes, with_op, INSERT
+from .changelog import INSERT, OP, apply_changes, with_op
 from .connectors.base import SinkWriter
 
 

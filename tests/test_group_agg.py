@@ -9,6 +9,7 @@ import pyarrow as pa
 
 import dsms
 from dsms.runtime.changelog import apply_changes
+
 from oracle import duck, events, feed, rows
 
 DDL = """CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import dsms
+
 from oracle import BASE, duck, events, feed, late_mask, rows, run_query
 
 DDL = """

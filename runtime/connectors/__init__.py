@@ -1,0 +1,149 @@
+"""Connectors: reading sources into Arrow tables and writing results out.
+
+The file connector (``connector = 'file'``) is opened through two functions:
+
+* :func:`open_file_source` reads JSON lines, CSV or Parquet from a file, a
+  directory or a glob pattern, bounded or (``watch = 'true'``) unbounded;
+* :func:`open_file_sink` writes JSON lines (plain, changelog, Debezium), CSV
+  or Parquet.
+
+The contract with the runtime is in ``base.py``; docs/connectors.md is the
+user-facing description.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..changelog import OP
+from .base import ReadRequest, SinkError, SinkWriter, SourceError, SourceReader
+from .csv_source import CsvCodec
+from .dead_letter import DeadLetter
+from .file_sink import APPEND_ONLY_FORMATS, JSON_FORMATS, LineSink, ParquetSink
+from .files import FileSet
+from .json_source import JsonCodec
+from .line_source import LineSource
+from .parquet_source import ParquetSource
+
+SOURCE_FORMATS = ("json", "csv", "parquet")
+SINK_FORMATS = JSON_FORMATS + ("csv", "parquet")
+
+__all__ = ["ReadRequest", "SinkError", "SinkWriter", "SourceError", "SourceReader", "open_file_sink",
+           "open_file_source"]
+
+
+def open_file_source(req: ReadRequest) -> SourceReader:
+    """Open a file source.
+
+    Options (``req.options``): ``format`` (``json``, ``csv``, ``parquet``),
+    ``watch`` (``'true'``: unbounded), ``on_error`` (``'fail'`` or
+    ``'skip'``), ``dead_letter`` (path), ``csv.delimiter``.
+
+    Args:
+        req: the source's name, options, path and wanted columns.
+
+    Returns:
+        A reader whose batches have exactly ``req.schema``.
+
+    Raises:
+        SourceError: unknown format or option value, or the path is missing.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "bid.jsonl")
+        >>> _ = open(path, "w").write('{"id": 1, "ts": "2024-01-01 10:00:00.5"}\\n')
+        >>> schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us"))])
+        >>> reader = open_file_source(ReadRequest("bid", {"format": "json"}, path, schema))
+        >>> reader.read().to_pylist()
+        [{'id': 1, 'ts': datetime.datetime(2024, 1, 1, 10, 0, 0, 500000)}]
+        >>> reader.read() is None
+        True
+    """
+    options = {k.lower(): v for k, v in (req.options or {}).items()}
+    fmt = str(options.get("format", "")).lower()
+    if fmt not in SOURCE_FORMATS:
+        raise SourceError(f"the file source cannot read format '{fmt}' (use one of: {', '.join(SOURCE_FORMATS)})",
+                          source=req.name)
+    watch = _flag(options, "watch", req.name)
+    on_error = str(options.get("on_error", "fail")).lower()
+    if on_error not in ("fail", "skip"):
+        raise SourceError(f"invalid value '{on_error}' for option 'on_error' (use 'fail' or 'skip')",
+                          source=req.name)
+    if req.batch_rows < 1:
+        raise SourceError(f"the batch size must be positive, not {req.batch_rows}", source=req.name)
+    files = FileSet.open(req.name, req.path, fmt, must_exist=not watch)
+    dead_letter = None
+    if on_error == "skip":
+        path = options.get("dead_letter") or files.default_dead_letter()
+        files = files.excluding(path)
+        dead_letter = DeadLetter(path, req.name)
+    skip = on_error == "skip"
+    if fmt == "parquet":
+        return ParquetSource(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
+    if fmt == "json":
+        codec = JsonCodec(req.schema, req.not_null)
+    else:
+        codec = CsvCodec(req.name, req.schema, req.not_null, _delimiter(options, req.name))
+    return LineSource(req, files, codec, watch=watch, skip=skip, dead_letter=dead_letter)
+
+
+def open_file_sink(options: dict, path: str, schema: pa.Schema, updating: bool, *,
+                   position: dict | None = None) -> SinkWriter:
+    """Open a file sink.
+
+    The file is created (with its parent directories) or truncated, unless
+    ``position`` is given: then the existing file is kept and cut back to it
+    (restoring from a checkpoint after a crash).
+
+    Args:
+        options: the WITH (...) options; ``format`` is one of ``json``,
+            ``changelog-json``, ``debezium-json``, ``csv``, ``parquet``.
+        path: the output file.
+        schema: the result's columns (an ``__op`` field, if present, is ignored).
+        updating: whether the result has retractions (batches carry ``__op``).
+        position: a sink position to continue from.
+
+    Raises:
+        SinkError: unknown format, or an updating result for an append-only format.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+        >>> sink = open_file_sink({"format": "json"}, path, pa.schema([("n", pa.int64())]), False)
+        >>> sink.write(pa.table({"n": [1, 2]})); sink.close()
+        >>> open(path).read()
+        '{"n":1}\\n{"n":2}\\n'
+    """
+    options = {k.lower(): v for k, v in (options or {}).items()}
+    fmt = str(options.get("format", "")).lower()
+    if fmt not in SINK_FORMATS:
+        raise SinkError(f"the file sink cannot write format '{fmt}' (use one of: {', '.join(SINK_FORMATS)})")
+    if not path:
+        raise SinkError("the file sink needs a 'path'")
+    if updating and fmt in APPEND_ONLY_FORMATS:
+        raise SinkError(f"format '{fmt}' needs an append-only result, but this query's result is updating "
+                        "(it retracts or updates rows); use format = 'changelog-json' or 'debezium-json'")
+    if OP in schema.names:
+        schema = schema.remove(schema.get_field_index(OP))
+    try:
+        if fmt == "parquet":
+            return ParquetSink(path, schema, position=position)
+        return LineSink(path, schema, fmt, delimiter=_delimiter(options, None), position=position)
+    except OSError as e:
+        raise SinkError(f"cannot open {path} for writing: {e.strerror or e}") from None
+
+
+def _flag(options: dict, key: str, source: str) -> bool:
+    value = str(options.get(key, "false")).lower()
+    if value not in ("true", "false"):
+        raise SourceError(f"invalid value '{value}' for option '{key}' (use 'true' or 'false')", source=source)
+    return value == "true"
+
+
+def _delimiter(options: dict, source: str | None) -> str:
+    value = options.get("csv.delimiter", ",")
+    value = {"\\t": "\t", "tab": "\t"}.get(value, value)
+    if len(value) != 1:
+        message = f"option 'csv.delimiter' must be one character, not '{value}'"
+        raise SourceError(message, source=source) if source is not None else SinkError(message)
+    return value

@@ -1,0 +1,257 @@
+"""JSON lines: one object per line, parsed by ``pyarrow.json`` a block at a time.
+
+Keys are matched to columns exactly (case-sensitive); other keys are
+ignored; an absent key or ``null`` is NULL (an error for a NOT NULL
+column). Numbers must be JSON numbers for numeric columns (a quoted
+``"12"`` is not a BIGINT), DECIMAL also takes strings, DATE takes
+``"YYYY-MM-DD"``, VARBINARY takes base64 strings, TIMESTAMP takes strings
+or epoch milliseconds (see ``convert.py``).
+
+``pyarrow.json`` insists on one JSON type per column, but a timestamp
+column may hold strings on some lines and numbers on others. The codec
+reads timestamp columns in one of three modes and remembers the last that
+worked:
+
+* ``text``: as strings (digit strings count as epoch milliseconds);
+* ``epoch``: as integers (epoch milliseconds);
+* ``mixed``: a regular expression first quotes the integer values of the
+  timestamp keys in the raw bytes (``"ts": 1700000000000`` becomes
+  ``"ts": "1700000000000"``), then as ``text``. Slower (~0.6 s per 100 MB),
+  so only used when a block really mixes the two forms. The pattern needs a
+  key in quotes followed by ``:``; that byte sequence cannot occur inside
+  a JSON string, where quotes are escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.json as pj
+
+from ...planner.types import sql_name
+from .convert import conform_table, convert_rows
+from .lines import LineReader
+from .salvage import BadInput
+
+_MODES = ("text", "epoch", "mixed")
+_BLOCK = 1 << 20
+
+
+class JsonCodec:
+    """Parses blocks of JSON lines into the requested columns.
+
+    Args:
+        schema: the columns to read, with their declared types.
+        not_null: columns that must not be NULL.
+    """
+
+    def __init__(self, schema: pa.Schema, not_null: tuple[str, ...] = ()):
+        self.schema = schema
+        self.not_null = tuple(not_null)
+        self._timestamps = [f.name for f in schema if pa.types.is_timestamp(f.type)]
+        self.mode = "text"
+        self._read_schemas = {mode: self._read_schema(mode) for mode in _MODES}
+        if self._timestamps:
+            keys = b"|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1].encode()) for n in self._timestamps)
+            self._quote_ints = re.compile(rb'("(?:' + keys + rb')"\s*:\s*)(-?[0-9]+)(?=\s*[,}])')
+
+    def start_file(self, path: str, reader: LineReader, final: bool) -> bool:
+        return True
+
+    def is_blank(self, line: bytes) -> bool:
+        return not line.strip()
+
+    def decode(self, data: bytes) -> pa.Table:
+        """Parse whole lines (each ending in a newline) into a table with ``schema``.
+
+        Raises:
+            BadInput: a line is malformed or a value does not convert.
+        """
+        return self.convert(self.parse(data))
+
+    def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
+        """The structural step: lines -> a table of raw columns (timestamps as text or integers).
+
+        Raises:
+            BadInput: a line is malformed, or a value has the wrong JSON type.
+        """
+        if not data or data.isspace():
+            return self._read_schemas[self.mode].empty_table()
+        modes = [self.mode] + [m for m in _MODES if m != self.mode] if self._timestamps else ["text"]
+        for mode in modes:
+            try:
+                raw = self._parse(data, mode)
+            except (pa.ArrowInvalid, UnicodeError) as e:
+                # Only a type clash can be cured by another timestamp mode.
+                if mode == modes[-1] or not self._clash(str(e)):
+                    raise BadInput(str(e)) from None
+                continue
+            self.mode = mode
+            return raw
+        raise AssertionError("unreachable")
+
+    def convert(self, raw: pa.Table) -> pa.Table:
+        """The value step: raw columns -> the declared types (element-wise; raises BadInput)."""
+        return conform_table(raw, self.schema, self.not_null)
+
+    def convert_rows(self, raw: pa.Table) -> tuple[pa.Table, dict[int, tuple[str, str]]]:
+        """Convert, leaving out the rows that do not convert: (good rows, {row: (column, message)})."""
+        return convert_rows(raw, self.schema, self.not_null, _show, "null value for a NOT NULL column")
+
+    def check(self, line: bytes) -> tuple[str | None, str, bool] | None:
+        """A quick look at one line in Python, on the error path only.
+
+        Returns:
+            None if nothing is visibly wrong, else (column, message, sure).
+            ``sure`` when ``pyarrow.json`` is certain to reject the line too
+            (a value of the wrong JSON type, a NULL in a NOT NULL column), so
+            it need not be parsed alone to confirm; otherwise (malformed
+            JSON: Python's and pyarrow's parsers may disagree on details)
+            the caller confirms and words it with :meth:`diagnose`.
+        """
+        if not line.strip():
+            return None
+        try:
+            value = json.loads(line.decode("utf-8"), object_pairs_hook=_Pairs)
+        except (ValueError, UnicodeDecodeError):
+            return None, "", False
+        if not isinstance(value, _Pairs):
+            return None, "", False
+        keys = [k for k, _ in value]
+        obj = dict(value)
+        for field in self.schema:
+            if keys.count(field.name) > 1:
+                return field.name, f"key '{field.name}' appears more than once", True
+            v = obj.get(field.name)
+            if v is None:
+                if field.name in self.not_null:
+                    return field.name, f"{'null' if field.name in obj else 'missing'} value for a NOT NULL column", True
+            elif not _json_kind_fits(v, field.type):
+                return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}", True
+        return None
+
+    def _clash(self, message: str) -> bool:
+        """Whether pyarrow failed because a timestamp column held another JSON type."""
+        return "changed from" in message and any(
+            f"Column(/{n.replace('~', '~0').replace('/', '~1')})" in message for n in self._timestamps)
+
+    def diagnose(self, line: bytes) -> tuple[str | None, str]:
+        """Why one line cannot be read: (column or None, message in user words)."""
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+        try:
+            value = json.loads(text, object_pairs_hook=_Pairs)
+        except ValueError as e:
+            return None, f"malformed JSON: {getattr(e, 'msg', str(e))} at character {getattr(e, 'pos', 0) + 1}"
+        if not isinstance(value, _Pairs):
+            return None, f"expected a JSON object, found {_kind(value)}"
+        keys = [k for k, _ in value]
+        obj = dict(value)
+        for field in self.schema:
+            if keys.count(field.name) > 1:
+                return field.name, f"key '{field.name}' appears more than once"
+            v = obj.get(field.name)
+            if v is None:
+                if field.name in self.not_null:
+                    what = "null" if field.name in obj else "missing"
+                    return field.name, f"{what} value for a NOT NULL column"
+                continue
+            try:
+                JsonCodec(pa.schema([field])).decode(line + b"\n")
+            except BadInput:
+                return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}"
+        try:
+            self.decode(line + b"\n")
+        except BadInput as e:
+            return None, f"cannot read the line: {e}"
+        return None, "a line must hold exactly one JSON object"
+
+    def _read_schema(self, mode: str) -> pa.Schema:
+        """The types to ask ``pyarrow.json`` for (conversion to the declared types follows)."""
+        fields = []
+        for f in self.schema:
+            t = f.type
+            if pa.types.is_timestamp(t):
+                t = pa.int64() if mode == "epoch" else pa.string()
+            elif pa.types.is_date(t) or pa.types.is_binary(t):
+                t = pa.string()  # pyarrow.json has no date parser; binary is base64 text
+            fields.append(pa.field(f.name, t))
+        return pa.schema(fields)
+
+    def _parse(self, data: bytes, mode: str) -> pa.Table:
+        if mode == "mixed":
+            data = self._quote_ints.sub(rb'\1"\2"', data)
+        parse = pj.ParseOptions(explicit_schema=self._read_schemas[mode], unexpected_field_behavior="ignore",
+                                newlines_in_values=False)
+        try:
+            return pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(block_size=_BLOCK),
+                                parse_options=parse)
+        except pa.ArrowInvalid as e:
+            if "straddl" not in str(e):
+                raise
+            # A line longer than a block: parse the chunk as a single block.
+            return pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
+                                parse_options=parse)
+
+
+def _json_kind_fits(value, dtype: pa.DataType) -> bool:
+    """Whether ``pyarrow.json`` could read a JSON value of this kind into a column of ``dtype``.
+
+    Only the JSON kind is judged (string, number, boolean, ...); whether the
+    value then converts is left to the vectorized path.
+    """
+    if isinstance(value, bool):
+        return pa.types.is_boolean(dtype)
+    if isinstance(value, (list, dict)):
+        return False
+    if pa.types.is_boolean(dtype):
+        return False
+    if isinstance(value, str):
+        return not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype))
+    if pa.types.is_integer(dtype):
+        # A JSON number Python reads as a float has a '.' or an exponent, which
+        # Arrow's integer parser refuses, as it refuses values out of range.
+        return isinstance(value, int) and _int_range(dtype)[0] <= value <= _int_range(dtype)[1]
+    if pa.types.is_timestamp(dtype):
+        return isinstance(value, int)  # epoch milliseconds; a fraction is never a timestamp
+    return pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+
+
+def _int_range(dtype: pa.DataType) -> tuple[int, int]:
+    bits = dtype.bit_width
+    if pa.types.is_signed_integer(dtype):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, so that duplicate keys can be seen."""
+
+
+def _plain(v):
+    if isinstance(v, _Pairs):
+        return {k: _plain(x) for k, x in v}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _show(v) -> str:
+    text = json.dumps(_plain(v), ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(v) -> str:
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, bool):
+        return "a boolean"
+    if v is None:
+        return "null"
+    return "a number"
