@@ -10,8 +10,8 @@ Example:
     >>> q = engine.query('''SELECT window_start, ad, COUNT(*) AS n
     ...   FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
     ...   GROUP BY window_start, window_end, ad''')
-    >>> engine.insert("clicks", [(1, "2024-01-01 12:00:05"), (1, "2024-01-01 12:00:30"),
-    ...                          (1, "2024-01-01 12:01:10")])
+    >>> _ = engine.insert("clicks", [(1, "2024-01-01 12:00:05"), (1, "2024-01-01 12:00:30"),
+    ...                              (1, "2024-01-01 12:01:10")])
     >>> engine.run_until_idle()
     >>> q.snapshot().to_pylist()
     [{'window_start': datetime.datetime(2024, 1, 1, 12, 0), 'ad': 1, 'n': 2}]

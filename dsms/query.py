@@ -30,7 +30,7 @@ class QueryHandle:
         >>> engine = dsms.Engine()
         >>> _ = engine.execute("CREATE STREAM s (x INT) WITH (connector = 'memory')")
         >>> q = engine.query("SELECT x * 2 AS y FROM s")
-        >>> engine.insert("s", [{"x": 1}, {"x": 2}])
+        >>> _ = engine.insert("s", [{"x": 1}, {"x": 2}])
         >>> engine.run_until_idle()
         >>> q.snapshot().column("y").to_pylist()
         [2, 4]

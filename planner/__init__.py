@@ -6,7 +6,8 @@ Example:
     >>> from dsms.grammar import parse_statement
     >>> catalog = Catalog()
     >>> catalog.add(bind_create_source(parse_statement(
-    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)")))
+    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    ...     "WITH (connector = 'memory')")))
     >>> p = plan_query("SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, "
     ...     "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, k", catalog)
     >>> p.changelog, [f.name for f in p.schema]

@@ -14,10 +14,10 @@ Example:
     >>> from dsms.grammar import parse_statement
     >>> catalog = Catalog()
     >>> ddl = parse_statement("CREATE STREAM s (k INT, ts TIMESTAMP(3), "
-    ...     "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)")
+    ...     "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (connector = 'memory')")
     >>> catalog.add(bind_create_source(ddl))
     >>> bind_query(parse_statement("SELECT k + 1 AS k1 FROM s WHERE k > 0").query, catalog).label()
-    'Project("k" + 1 AS k1)'
+    'Project(k + 1 AS k1)'
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ Empty windows are not emitted (as in Flink).
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run costs 0.2 s)
 import pyarrow.compute as pc
 
 from ...planner.logical import WINDOW_TIME_OFFSET_US
