@@ -270,6 +270,11 @@ class Engine:
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
                                       help="expected one of: " + ", ".join(allowed)))
+        if stmt.key == "batch.size":
+            if not stmt.value.isdigit() or int(stmt.value) < 1:
+                raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
+                                          stmt.span, stmt.source))
+            self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
         self.catalog.settings[stmt.key] = stmt.value
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 

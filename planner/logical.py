@@ -11,7 +11,7 @@ Nodes compare by identity, so a DAG can share a sub-plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd
 
 import pyarrow as pa
@@ -131,6 +131,12 @@ class Node:
     @property
     def inputs(self) -> tuple["Node", ...]:
         return ()
+
+    def with_inputs(self, inputs: tuple["Node", ...]) -> "Node":
+        """The same node over new inputs (nodes with one ``input`` field need not override this)."""
+        if not inputs:
+            return self
+        return replace(self, input=inputs[0])
 
     def label(self) -> str:
         return type(self).__name__
@@ -334,6 +340,9 @@ class Union(Node):
     @property
     def inputs(self):
         return self.all_inputs
+
+    def with_inputs(self, inputs: tuple[Node, ...]) -> Node:
+        return Union(tuple(inputs))
 
     def label(self) -> str:
         return "Union(ALL)"

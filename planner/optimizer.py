@@ -8,7 +8,6 @@ checks that the root's columns and types did not change.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 from . import logical as L
@@ -22,12 +21,10 @@ RULES: tuple[Rule, ...] = (
 
 
 def with_inputs(node: L.Node, inputs: tuple[L.Node, ...]) -> L.Node:
-    """A copy of ``node`` over new inputs (the same node if they did not change)."""
+    """``node`` over new inputs (the same node if they did not change)."""
     if all(a is b for a, b in zip(inputs, node.inputs)):
         return node
-    if isinstance(node, L.Union):
-        return L.Union(tuple(inputs))
-    return replace(node, input=inputs[0])
+    return node.with_inputs(tuple(inputs))
 
 
 def apply_rule(root: L.Node, rule: Rule) -> L.Node:

@@ -78,29 +78,42 @@ class _Planner:
         return chain[::-1], cur
 
     def op_for(self, node: L.Node) -> int:
+        """The operator computing ``node`` (planned once, however many consumers it has)."""
         if id(node) in self.done:
             return self.done[id(node)]
-        if isinstance(node, _PER_BATCH):
-            chain, base = self.chain_below(node)
-            base_id = self.op_for(base)
-            sql = S.render(S.chain_sql(chain))
-            label = " -> ".join(n.label() for n in chain)
-            op_id = self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
-        elif isinstance(node, L.Scan):
-            op_id = self.source(node)
-        elif isinstance(node, L.Values):
-            op_id = self.values(node)
-        elif isinstance(node, L.WindowAggregate):
-            op_id = self.window_aggregate(node)
-        elif isinstance(node, L.Union):
-            inputs = tuple(self.op_for(i) for i in node.inputs)
-            op_id = self.add(UnionOp, node, inputs, node.label())
-        elif isinstance(node, L.Aggregate):
-            op_id = self.group_aggregate(node)
-        else:
+        planner = getattr(self, f"plan_{type(node).__name__}", None)
+        if planner is None:
             raise _unsupported(type(node).__name__, "")
+        op_id = planner(node)
         self.done[id(node)] = op_id
         return op_id
+
+    # One method per logical node type: plan_<NodeType>(node) -> operator id.
+
+    def plan_per_batch(self, node: L.Node) -> int:
+        chain, base = self.chain_below(node)
+        base_id = self.op_for(base)
+        sql = S.render(S.chain_sql(chain))
+        label = " -> ".join(n.label() for n in chain)
+        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
+
+    plan_Filter = plan_Project = plan_WindowTVF = plan_per_batch
+
+    def plan_Scan(self, node: L.Scan) -> int:
+        return self.source(node)
+
+    def plan_Values(self, node: L.Values) -> int:
+        return self.values(node)
+
+    def plan_WindowAggregate(self, node: L.WindowAggregate) -> int:
+        return self.window_aggregate(node)
+
+    def plan_Aggregate(self, node: L.Aggregate) -> int:
+        return self.group_aggregate(node)
+
+    def plan_Union(self, node: L.Union) -> int:
+        inputs = tuple(self.op_for(i) for i in node.inputs)
+        return self.add(UnionOp, node, inputs, node.label())
 
     def source(self, node: L.Scan) -> int:
         src = node.source

@@ -6,8 +6,6 @@ import pkgutil
 
 import pytest
 
-import dsms
-
 # The sub-packages live in their own folders, so each is walked from its own path.
 PACKAGES = ["dsms", "dsms.grammar", "dsms.planner", "dsms.runtime"]
 MODULES = sorted({p for p in PACKAGES} | {
