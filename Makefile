@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup demo test bench bench-flink clean
+.PHONY: setup demo test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,10 @@ bench: setup
 # Flink SQL streaming (PyFlink in its own venv, created on first use; needs Java 17).
 bench-flink: setup
 	$(BIN)/python benchmarks/flink/bench.py
+
+# The same queries on Flink and dsms, final rows compared (about two minutes; not part of make test).
+flink-conformance: setup
+	$(BIN)/python benchmarks/flink/conformance.py
 
 clean:
 	rm -rf $(VENV) examples/*/out benchmarks/data benchmarks/results .pytest_cache

@@ -36,7 +36,7 @@ def value(v):
     if isinstance(v, (dt.date, dt.time)):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
-        return str(v)
+        return {"decimal": str(v)}
     return v
 
 
