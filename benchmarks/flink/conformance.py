@@ -199,11 +199,22 @@ CASES = [
                   REGEXP_EXTRACT(url, 'id=(\d+)', 1) AS item, REGEXP_EXTRACT(url, '[a-z]+\.example') AS site,
                   v / 7 AS v_div, v % 7 AS v_mod, -v / 7 AS neg_div, id / 1000 AS id_div
                 FROM ev2"""},
+    {"name": "more_scalar_functions",
+     "sql": """SELECT id, CAST(ts AS STRING) AS ts_text, CAST(price AS INT) AS price_int, ROUND(price, 1) AS p1,
+                      CONCAT(k, '-', CAST(v AS STRING)) AS kv, SUBSTRING(url, 9, 5) AS sub, CHAR_LENGTH(url) AS url_len,
+                      FLOOR(ts TO MINUTE) AS minute_start, EXTRACT(SECOND FROM ts) AS sec_part, HOUR(ts) AS hour_part,
+                      TIMESTAMPADD(SECOND, v, ts) AS shifted, IF(v > 10, 'big', 'small') AS v_size,
+                      NULLIF(k, 'k0') AS not_k0, ABS(v) % 4 AS abs_mod, POSITION('id=' IN url) AS id_pos,
+                      REGEXP_REPLACE(url, '[0-9]+', '#') AS masked, LOWER(k) || '!' AS shout
+               FROM ev2"""},
+    {"name": "tumble_filtered", "views": ["CREATE VIEW busy AS SELECT * FROM ev2 WHERE v > 20 AND k IS NOT NULL"],
+     "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, MAX(v) AS mx
+                FROM {tvf('TUMBLE', 'busy', S10)} {GROUP_W}, k"""},
     {"name": "decimal_literal", "known": {"types": DECIMAL_LITERAL, "rows": DECIMAL_LITERAL},
      "sql": "SELECT id, v / 3.0 AS v_third, v * 1.5 AS v_and_half FROM ev2 WHERE v < 0"},
     {"name": "scalar_in_window", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, UPPER(COALESCE(k, 'none')) AS uk, COUNT(*) AS n, SUM(v / 7) AS s7,
-                       SUM(CASE WHEN v > 0 THEN 1 ELSE 0 END) AS pos, MAX(DATE_FORMAT(ts, 'ss.SSS')) AS last_s
+                       SUM(CASE WHEN v > 0 THEN 1 ELSE 0 END) AS id_pos, MAX(DATE_FORMAT(ts, 'ss.SSS')) AS last_s
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, UPPER(COALESCE(k, 'none'))"""},
     {"name": "group_by", "known": {"types": SUM_INT},
      "sql": """SELECT k, COUNT(*) AS n, SUM(v) AS sv, MIN(v) AS mn, MAX(v) AS mx, COUNT(DISTINCT v) AS dv,
