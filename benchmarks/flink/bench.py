@@ -231,6 +231,9 @@ def main() -> None:
 
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     load_before = os.getloadavg()
+    if load_before[0] > 1.0:
+        print(f"warning: load average {load_before[0]:.1f} on {os.cpu_count()} cores: other work is running, "
+              "and the numbers will show it", file=sys.stderr)
     paths = prepare(args.events)
     os.makedirs(RESULTS, exist_ok=True)
     print(f"Flink: {args.repeat} runs per format in one JVM, parallelism {args.parallelism}", file=sys.stderr)
