@@ -151,7 +151,15 @@ class _Printer:
 
 
 class _Progress:
-    """A progress line on stderr: events read, watermark, events per second."""
+    """A progress line on stderr: events read, watermark, events per second.
+
+    On a terminal the line is redrawn in place four times a second; in a log
+    a line is printed every ``LOG_INTERVAL`` seconds. Runs shorter than a
+    second show none.
+    """
+
+    LOG_INTERVAL = 10.0
+    QUIET_FOR = 1.0  # seconds before the first line
 
     def __init__(self, engine: Engine, started: float, enabled: bool):
         self.engine, self.started = engine, started
@@ -173,9 +181,9 @@ class _Progress:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if now - self.last < (0.25 if self.tty else 10.0):
+        if now - self.last < (0.25 if self.tty else self.LOG_INTERVAL):
             return
-        if now - self.started < 1.0:
+        if now - self.started < self.QUIET_FOR:
             return  # short runs need no progress line
         self.last = now
         if self.tty:

@@ -27,6 +27,15 @@ DEFAULT_SETTINGS = {
 }
 
 
+def resolve_path(path: str | None, base_dir: str | None) -> str | None:
+    """A connector path; relative paths resolve against the script's folder."""
+    if path is None:
+        return None
+    if not os.path.isabs(path) and base_dir:
+        path = os.path.join(base_dir, path)
+    return os.path.normpath(path)
+
+
 @dataclass(frozen=True)
 class WatermarkSpec:
     """``WATERMARK FOR column AS column - INTERVAL delay``."""
@@ -61,12 +70,7 @@ class SourceDef:
     @property
     def path(self) -> str | None:
         """The source path, resolved against the script's folder."""
-        path = self.options.get("path")
-        if path is None:
-            return None
-        if not os.path.isabs(path) and self.base_dir:
-            path = os.path.join(self.base_dir, path)
-        return os.path.normpath(path)
+        return resolve_path(self.options.get("path"), self.base_dir)
 
     @property
     def bounded(self) -> bool:
@@ -99,12 +103,7 @@ class SinkDef:
 
     @property
     def path(self) -> str | None:
-        path = self.options.get("path")
-        if path is None:
-            return None
-        if not os.path.isabs(path) and self.base_dir:
-            path = os.path.join(self.base_dir, path)
-        return os.path.normpath(path)
+        return resolve_path(self.options.get("path"), self.base_dir)
 
 
 @dataclass(frozen=True, eq=False)

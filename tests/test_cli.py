@@ -152,6 +152,27 @@ def test_explain_prints_every_operator_with_mode_and_watermark(tmp_path, capsys)
     assert all("[append-only, watermark:" in ln for ln in ops)
 
 
+def test_a_long_run_shows_a_progress_line(tmp_path, capsys, monkeypatch):
+    from dsms import cli
+
+    monkeypatch.setattr(cli._Progress, "LOG_INTERVAL", 0.0)
+    monkeypatch.setattr(cli._Progress, "QUIET_FOR", 0.0)
+    n = 20_000
+    pq.write_table(pa.table({"k": ["a"] * n, "v": list(range(n)),
+                             "ts": pa.array([i * 1000 for i in range(n)], pa.timestamp("us"))}), tmp_path / "ev.parquet")
+    (tmp_path / "job.sql").write_text(SCRIPT.format(fmt="parquet", extra="", sink_format="json", query=WINDOW_QUERY))
+    assert main(["run", str(tmp_path / "job.sql"), "--batch-size", "1000"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("events ")]
+    assert len(lines) >= 10, err
+    # events grow and the watermark (max event time - 5 s) is shown as a timestamp
+    counts = [int(ln.split()[1].replace(",", "")) for ln in lines]
+    assert counts == sorted(counts) and counts[-1] <= n
+    assert any("watermark 1970-01-01 00:00:" in ln for ln in lines)
+    assert all("events/s" in ln and "late 0" in ln for ln in lines)
+    assert f"done: {n:,} events" in err
+
+
 def test_help_and_bad_arguments():
     out = subprocess.run([DSMS, "run", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "--batch-size" in out.stdout
