@@ -435,8 +435,10 @@ def main() -> int:
                 print(f"    {kind}: {detail}")
         for kind in sorted(set(found) & known):
             print(f"    known ({kind}): {case['known'][kind]}")
-        report.append({"case": case["name"], "status": status, "found": {k: repr(v) for k, v in found.items()}})
-    print(f"\n{len(cases)} queries, {sum(1 for r in report if r['status'] == 'same')} the same, "
+        report.append({"case": case["name"], "status": status, "found": {k: repr(v) for k, v in found.items()},
+                       "same_rows": not ({"rows", "error"} & set(found))})
+    print(f"\n{len(cases)} queries: the same final rows in {sum(r['same_rows'] for r in report)} "
+          f"({sum(1 for r in report if r['status'] == 'same')} with the same names and types too); "
           f"{unexpected} with unexpected differences; {time.perf_counter() - began:.0f} s in all")
     if args.json:
         with open(args.json, "w") as f:
