@@ -68,3 +68,44 @@ def run(spec: dict, log: str | None = None) -> dict:
             raise SystemExit(f"the Flink runner failed (exit {proc.returncode})")
         with open(result_path) as f:
             return json.load(f)
+
+
+class Stepped:
+    """A Flink runner that runs the spec's jobs one at a time, when asked (``next()``)."""
+
+    def __init__(self, spec: dict, log: str):
+        self.python = ensure_venv()
+        self.tmp = tempfile.TemporaryDirectory(prefix="dsms-flink-")
+        self.spec_path = os.path.join(self.tmp.name, "spec.json")
+        self.result_path = os.path.join(self.tmp.name, "result.json")
+        self.names = [j["name"] for j in spec["jobs"]]
+        with open(self.spec_path, "w") as f:
+            json.dump({**spec, "stepped": True}, f)
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen([self.python, os.path.join(HERE, "runner.py"), self.spec_path, self.result_path],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.done = 0
+
+    def next(self) -> dict:
+        """Run the next job; return its result."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("@@done "):
+                break
+            self.log.write(line)
+        else:
+            self.close()
+            raise SystemExit(f"the Flink runner stopped (exit {self.proc.wait()}); see {self.log.name}")
+        with open(self.result_path) as f:
+            self.result = json.load(f)
+        self.done += 1
+        return self.result["jobs"][-1]
+
+    def close(self) -> dict:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait()
+        self.log.close()
+        self.tmp.cleanup()
+        return getattr(self, "result", {})

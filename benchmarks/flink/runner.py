@@ -15,6 +15,10 @@ per-job mini-cluster), ``wait_s`` (from submission to the job result) and
 ``JobExecutionResult.getNetRuntime``). A SELECT job with ``collect`` is run
 and its changelog collected (each row with its row kind). A job that fails
 reports its error and the run goes on with the next one.
+
+With ``"stepped": true`` the runner starts the JVM and runs the DDL, then
+runs one job per line it reads on stdin, printing ``@@done NAME`` on stdout
+after each (so a benchmark can interleave Flink's runs with other engines').
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import sys
 import time
 
+DONE = "@@done"
 ROW_KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
 
 
@@ -109,6 +114,10 @@ def main() -> None:
     spec_path, result_path = sys.argv[1], sys.argv[2]
     with open(spec_path) as f:
         spec = json.load(f)
+    stepped = spec.get("stepped", False)
+    if stepped:  # stdout carries only the markers; the JVM's and Python's other output goes to stderr
+        markers = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
     began = time.perf_counter()
     from pyflink.table import EnvironmentSettings, TableEnvironment
     from pyflink.version import __version__
@@ -130,10 +139,14 @@ def main() -> None:
         except Exception as e:
             result["ddl_errors"].append({"ddl": ddl, "error": error_text(e)})
     for job in spec["jobs"]:
+        if stepped and not sys.stdin.readline():  # wait for the driver's go; end of input: stop
+            break
         result["jobs"].append(run_job(env, job))
         result["jvm_peak_mb"] = jvm_peak_mb()
         with open(result_path, "w") as f:  # after every job, so a crash keeps what ran
             json.dump(result, f)
+        if stepped:
+            print(f"{DONE} {job['name']}", file=markers, flush=True)
 
 
 if __name__ == "__main__":
