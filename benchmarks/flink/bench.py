@@ -10,8 +10,9 @@ measured on the same format:
 * Flink SQL in streaming mode on a local mini-cluster (parallelism 2, one
   JVM for all runs): the filesystem source, ``WATERMARK FOR ts AS ts -
   INTERVAL '5' SECOND``, the 10-second TUMBLE COUNT/SUM per ad, a
-  filesystem JSON sink; a 1,000-event job first, then the measured runs. A job's time is its net run time as Flink measures
-  it (JobExecutionResult.getNetRuntime: from the job's start to its end,
+  filesystem JSON sink; a 1,000-event job first, then the measured runs.
+  A job's time is its net run time as Flink measures it
+  (JobExecutionResult.getNetRuntime: from the job's start to its end,
   without the JVM start and the job's planning and mini-cluster start,
   which are reported separately).
 * the dsms runtime and DuckDB batch, each run in a fresh process, as in
