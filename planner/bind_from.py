@@ -88,9 +88,10 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
                  partition_by: list[exp.Expression], at: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
     """Put a window TVF of ``kind`` over ``node``; the scope gains the window columns."""
     time_col = scope.resolve(desc, ctx.source).field
-    if not time_col.rowtime:
-        raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute", desc,
-                        help="declare it with WATERMARK FOR in the source, or use a window's window_time")
+    if not (time_col.rowtime or time_col.proctime):
+        raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute (nor a processing-time one)", desc,
+                        help="declare it with WATERMARK FOR in the source (event time) or as PROCTIME() "
+                             "(processing time), or use a window's window_time")
     names = _TVF_PARAMS[kind]
     allowed = len(names) + (0 if kind == "SESSION" else 1)
     if not len(names) <= len(params) <= allowed:
@@ -110,12 +111,10 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
     partition = tuple(scope.resolve(c, ctx.source).field.name for c in partition_by)
     if partition and kind != "SESSION":
         raise ctx.error("PARTITION BY is only allowed for SESSION windows", at)
-    if kind == "SESSION":
-        raise ctx.error("SESSION windows are not supported yet", at)
     spec = L.WindowSpec(kind=kind, time_col=time_col.name, size=values.get("size", 0), slide=values.get("slide", 0),
                         step=values.get("step", 0), gap=values.get("gap", 0), offset=values.get("offset", 0),
                         partition_by=partition)
-    out = L.WindowTVF(node, spec)
+    out = L.WindowTVF(node, spec, proctime=time_col.proctime)
     # The input's columns keep their qualifiers; the window columns are unqualified.
     cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]
     cols += [ScopeColumn(None, n, out.schema.find(n)) for n in L.WINDOW_COLUMNS]

@@ -32,6 +32,9 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
+from .physical_stream import SessionOp, WindowEmitOp
+from .physical_window import session_fields
+from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema, sum_type
@@ -72,7 +75,7 @@ class _Planner:
         chain: list[L.Node] = []
         cur = node
         while isinstance(cur, _PER_BATCH) and (cur is node or self.consumers.get(id(cur), 0) <= 1) \
-                and id(cur) not in self.done:
+                and id(cur) not in self.done and not _is_session(cur):
             chain.append(cur)
             cur = cur.inputs[0]
         return chain[::-1], cur
@@ -97,7 +100,12 @@ class _Planner:
         label = " -> ".join(n.label() for n in chain)
         return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
 
-    plan_Filter = plan_Project = plan_WindowTVF = plan_per_batch
+    plan_Filter = plan_Project = plan_per_batch
+
+    def plan_WindowTVF(self, node: L.WindowTVF) -> int:
+        if _is_session(node):
+            return self.session(node)
+        return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
         return self.source(node)
@@ -164,10 +172,25 @@ class _Planner:
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
 
+    def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        needed = self.required.get(id(node), set(node.schema.names))
+        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed)
+        schema = None
+        if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
+            kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)
+            schema = pa.schema([f for f in node.schema.to_arrow() if f.name in kept])
+        return self.add(SessionOp, node, (base_id,), _fused_label(node, chain), schema=schema, **fields)
+
     def window_aggregate(self, node: L.WindowAggregate) -> int:
         if node.input.changelog == L.UPDATING:
             raise _unsupported("a window aggregate over an updating input",
                                "window aggregates need an append-only input (a stream)")
+        if node.window.kind == "SESSION":
+            return self.session(node)
         chain, base = self.chain_below(node.input)
         if not chain:
             base = node.input
@@ -206,8 +229,18 @@ class _Planner:
             [d for d in distinct if d not in node.keys]))])
         partial = exp.select(*items).from_(S.subquery(inner))
         partial.set("group", group)
-        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), window=w, keys=node.keys, aggs=tuple(aggs),
-                        partial_sql=S.render(partial), distinct_columns=tuple(d for d in distinct if d not in node.keys))
+        fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
+                      distinct_columns=tuple(d for d in distinct if d not in node.keys))
+        if node.emit.updating:
+            identity = ("window_start", "window_end", *node.keys)
+            sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))
+            return self.add(WindowEmitOp, node, (base_id,), _fused_label(node, chain), emit=node.emit,
+                            emit_sql=sql, **fields)
+        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+
+def _is_session(node: L.Node) -> bool:
+    return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
@@ -228,14 +261,12 @@ def _unsupported(what: str, instead: str) -> UnsupportedPlan:
 
 
 def _required_columns(root: L.Node) -> dict[int, set[str]]:
-    """For each Scan, the columns the plan above it reads."""
+    """For each node, the columns of its output that the plan above it reads."""
     need: dict[int, set[str]] = {id(root): set(root.schema.names)}
     out: dict[int, set[str]] = {}
     for node in reversed(L.walk(root)):
         req = need.get(id(node), set())
-        if isinstance(node, L.Scan):
-            out[id(node)] = out.get(id(node), set()) | req
-            continue
+        out[id(node)] = out.get(id(node), set()) | req
         for i, child_req in zip(node.inputs, _child_needs(node, req)):
             need[id(i)] = need.get(id(i), set()) | child_req
     return out

@@ -1,0 +1,42 @@
+"""Physical operator specs for sessions, emission policies, OVER, Top-N, dedup and CQL.
+
+Like :mod:`physical`, each spec is a frozen description of one runtime
+operator, with the DuckDB SQL it runs as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .logical import EmitPolicy, WindowSpec
+from .physical import OpSpec, PartialAgg, WindowAggOp
+from .sqlgen_emit import EmitSql
+
+
+@dataclass(frozen=True)
+class SessionOp(OpSpec):
+    """Session windows per partition: merge on overlap, emit when the watermark passes a session's end.
+
+    ``aggs`` empty: the sessions are not aggregated (a SESSION table
+    function on its own) and every row is emitted with its session's bounds.
+    """
+
+    window: WindowSpec = None  # type: ignore[assignment]
+    partition: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()  # the output's keys, in order
+    group: tuple[str, ...] = ()  # state grouping columns besides the partition (keys, COUNT DISTINCT args)
+    aggs: tuple[PartialAgg, ...] = ()
+    merge_sql: str = ""
+    state_schema: pa.Schema = None  # type: ignore[assignment]
+    emit: EmitPolicy = EmitPolicy()
+    emit_sql: EmitSql | None = None
+
+
+@dataclass(frozen=True)
+class WindowEmitOp(WindowAggOp):
+    """A pane-based window aggregate (see WindowAggOp) that emits early results or corrections."""
+
+    emit: EmitPolicy = EmitPolicy()
+    emit_sql: EmitSql = None  # type: ignore[assignment]

@@ -1,0 +1,63 @@
+"""Physical planning of session windows and of window aggregates with an emission policy.
+
+Called by :class:`physical_plan._Planner`; each function returns the spec
+fields of one operator.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from . import logical as L
+from .physical import OP, PartialAgg
+from .sqlgen_emit import emit_sql
+from .sqlgen_group import q
+from .sqlgen_session import partial_columns, session_merge_sql, session_state_schema
+from .types import Schema
+
+
+def output_schema(node: L.Node) -> pa.Schema:
+    """The node's Arrow schema, with the changelog column when it is updating."""
+    schema = node.schema.to_arrow()
+    return schema.append(pa.field(OP, pa.int8())) if node.changelog == L.UPDATING else schema
+
+
+def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql: str, needed: set[str]) -> dict:
+    """The fields of a SessionOp computing ``node`` from rows given by ``inner_sql``.
+
+    ``needed``: the columns of the node's output read above it.
+    """
+    w = node.window
+    schema = node.input.schema
+    partition = w.partition_by
+    if isinstance(node, L.WindowTVF):
+        aggs, group, keys, partials = (), (), (), None
+        emit = L.EmitPolicy()
+        keep = needed | {w.time_col, *partition}
+        schema = Schema(tuple(f for f in schema if f.name in keep))
+        inner_sql = f"SELECT {', '.join(q(f.name) for f in schema)} FROM ({inner_sql}) AS r"
+    else:
+        distinct = [a.arg for a in node.aggs if a.distinct and a.arg not in node.keys]
+        group = tuple(dict.fromkeys([k for k in node.keys if k not in partition] + distinct))
+        keys = node.keys
+        partials = partial_columns(node.aggs, schema)
+        aggs = tuple(_partial_agg(i, a) for i, a in enumerate(node.aggs))
+        emit = node.emit
+    state_schema = session_state_schema(partition, group, partials, schema)
+    merge = session_merge_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema)
+    fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, merge_sql=merge,
+                  state_schema=state_schema, emit=emit)
+    if emit.updating:
+        out = node.schema.to_arrow()
+        identity = tuple(partition) + tuple(k for k in group if k in keys) + ("window_start",)
+        fields["emit_sql"] = emit_sql(op_id, out, identity, tuple(partition))
+    return fields
+
+
+def _partial_agg(i: int, a: L.AggCall) -> PartialAgg:
+    if a.func == "count" and a.distinct:
+        return PartialAgg("count_distinct", a.name, a.type, ((a.arg, "distinct"),))
+    if a.func == "avg":
+        return PartialAgg("avg", a.name, a.type, ((f"__p{i}s", "sum"), (f"__p{i}c", "sum")))
+    how = a.func if a.func in ("min", "max") else "sum"
+    return PartialAgg(a.func, a.name, a.type, ((f"__p{i}", how),))
