@@ -28,6 +28,7 @@ from ..grammar import Query
 from . import logical as L
 from .bind_aggregate import Unnamed, bind_aggregation, has_aggregate
 from .bind_context import BindContext, require_boolean
+from .bind_emit import bind_emit_clause, resolve_emit
 from .bind_from import bind_relation, bind_values, common_type
 from .catalog import Catalog
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
@@ -37,7 +38,7 @@ from .types import Schema, sql_name, to_sql_type, unique_name
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
     tree = query.tree if isinstance(query, Query) else query
-    return bind_set(tree, BindContext(catalog, source, bind_set=bind_set))
+    return resolve_emit(bind_set(tree, BindContext(catalog, source, bind_set=bind_set)), catalog.settings)
 
 
 # -- set operations ------------------------------------------------------------
@@ -141,7 +142,7 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     if select.args.get("distinct") is not None:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
-    return node
+    return bind_emit_clause(node, select.args.get("emit"), ctx)
 
 
 

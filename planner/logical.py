@@ -123,6 +123,7 @@ class EmitPolicy:
     mode: str = "final"
     every_us: int = 0
     lateness_us: int = 0
+    explicit: bool = False  # the query said EMIT ... (SET 'emit' does not override it)
 
     @property
     def updating(self) -> bool:
@@ -173,6 +174,7 @@ class Node:
 @dataclass(frozen=True, eq=False)
 class Scan(Node):
     source: SourceDef
+    lateness_us: int = 0  # a query's ALLOWED LATENESS: accept events this far behind (beyond the source's own)
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)

@@ -18,6 +18,7 @@ from sqlglot import exp
 from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
+from .bind_emit import source_lateness_us
 from .expressions import col
 from .physical import (
     OP,
@@ -36,7 +37,6 @@ from .physical_stream import SessionOp, WindowEmitOp
 from .physical_window import session_fields
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
-from .timeutil import parse_duration
 from .types import Schema, sum_type
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
@@ -143,7 +143,7 @@ class _Planner:
             items = [col(c) for c in columns] + [exp.alias_(S.typed(e, physical_schema), n, quoted=True)
                                                  for n, e in computed]
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
-        lateness = parse_duration(src.options["allowed_lateness"]) if "allowed_lateness" in src.options else 0
+        lateness = source_lateness_us(node)
         label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,

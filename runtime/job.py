@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 import pyarrow as pa
 
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
-from ..planner.physical_stream import SessionOp
+from ..planner.physical_stream import SessionOp, WindowEmitOp
 from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
@@ -28,11 +28,12 @@ from .operators.group_agg import GroupAggLogic
 from .operators.session import SessionLogic
 from .operators.source import SourceLogic
 from .operators.window_agg import WindowAggLogic
+from .operators.window_emit import WindowEmitLogic
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
-           SessionOp: SessionLogic}
+           SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic}
 
 
 class Output(Protocol):
@@ -101,6 +102,7 @@ class Job:
         self.output_watermark = MIN_WATERMARK
         self.metrics = JobMetrics()
         self.done = False
+        self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
 
     # -- driving --------------------------------------------------------------------
 
@@ -114,6 +116,7 @@ class Job:
             if not active:
                 self._finish()
                 return True
+            ticked = self._tick()
             for op_id, source in sorted(active, key=lambda item: item[1].watermark):
                 before = source.rows_read
                 table = source.poll()
@@ -125,9 +128,26 @@ class Job:
                 if source.rows_read != before:
                     self._advance(op_id, source.watermark)
                     return True
-            return False
+            return ticked
         finally:
             self.metrics.busy_s += time.perf_counter() - began
+
+    def _tick(self) -> bool:
+        """Let processing time act: watermarks that follow the clock, and operators' timers.
+
+        Counts as progress only when it produced output, so that running
+        until idle ends even though the clock always moves.
+        """
+        before = self.metrics.rows_out
+        now = self.env.clock.now_us()
+        for op_id, source in self.sources:
+            if getattr(source, "follows_clock", False) and not source.finished:
+                self._advance(op_id, source.watermark)
+        for op_id in self._timed:
+            for out in self.logics[op_id].on_tick(now):
+                if out.num_rows:
+                    self._push(op_id, out)
+        return self.metrics.rows_out != before
 
     def run(self) -> None:
         """Run until every source is exhausted (bounded inputs only)."""

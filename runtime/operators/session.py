@@ -89,7 +89,7 @@ class SessionLogic(Logic):
                 newly = sessions.filter(pc.and_(pc.greater_equal(ends, fired), pc.less(ends, watermark)))
                 if newly.num_rows:
                     visible = sessions.filter(pc.less(ends, watermark))
-                    out.append(self._diff(visible, newly))
+                    out.extend(self._diff(visible, newly))
             bound = watermark - self.lateness if watermark < MAX_WATERMARK else MAX_WATERMARK
             self.state.replace(0, sessions.filter(pc.greater_equal(ends, bound)))
             self.emitted.evict(bound)
