@@ -30,6 +30,7 @@ from .bind_aggregate import Unnamed, bind_aggregation, has_aggregate
 from .bind_context import BindContext, require_boolean
 from .bind_emit import bind_emit_clause, resolve_emit
 from .bind_from import bind_relation, bind_values, common_type
+from .bind_over import bind_over, check_ranks, has_over, merge_rank_filter
 from .catalog import Catalog
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .types import Schema, sql_name, to_sql_type, unique_name
@@ -38,7 +39,10 @@ from .types import Schema, sql_name, to_sql_type, unique_name
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
     tree = query.tree if isinstance(query, Query) else query
-    return resolve_emit(bind_set(tree, BindContext(catalog, source, bind_set=bind_set)), catalog.settings)
+    ctx = BindContext(catalog, source, bind_set=bind_set)
+    node = bind_set(tree, ctx)
+    check_ranks(node, ctx)
+    return resolve_emit(node, catalog.settings)
 
 
 # -- set operations ------------------------------------------------------------
@@ -126,11 +130,16 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)
-        node = L.Filter(node, cond)
+        node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
 
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
     having = select.args.get("having")
+    if has_over(items):
+        if group is not None or having is not None:
+            raise ctx.error("OVER together with GROUP BY is not supported", group or having,
+                            help="aggregate in a subquery, then compute the OVER expressions over its result")
+        node, scope, items = bind_over(node, scope, items, select, ctx)
     aggregated = group is not None or having is not None or any(has_aggregate(i) for i in items)
     if aggregated:
         node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)

@@ -20,6 +20,7 @@ from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
 from .expressions import col
+from .logical_over import OverAggregate
 from .physical import (
     OP,
     PANE,
@@ -33,8 +34,8 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
-from .physical_stream import SessionOp, WindowEmitOp
-from .physical_window import session_fields
+from .physical_stream import OverAggOp, SessionOp, WindowEmitOp
+from .physical_window import over_fields, session_fields
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .types import Schema, sum_type
@@ -118,6 +119,17 @@ class _Planner:
 
     def plan_Aggregate(self, node: L.Aggregate) -> int:
         return self.group_aggregate(node)
+
+    def plan_OverAggregate(self, node) -> int:
+        chain, base = self.fused_input(node)
+        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
+        return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
+        """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
+        chain, base = self.chain_below(node.input)
+        return chain, (base if chain else node.input)
 
     def plan_Union(self, node: L.Union) -> int:
         inputs = tuple(self.op_for(i) for i in node.inputs)
@@ -286,6 +298,9 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [used]
     if isinstance(node, L.WindowTVF):
         return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, OverAggregate):
+        return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
+                {a.arg for a in node.aggs if a.arg}]
     if isinstance(node, (L.WindowAggregate, L.Aggregate)):
         cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
         if isinstance(node, L.WindowAggregate):

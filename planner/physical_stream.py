@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .logical import EmitPolicy, WindowSpec
+from .logical_over import OverFrame
 from .physical import OpSpec, PartialAgg, WindowAggOp
 from .sqlgen_emit import EmitSql
 
@@ -40,3 +41,20 @@ class WindowEmitOp(WindowAggOp):
 
     emit: EmitPolicy = EmitPolicy()
     emit_sql: EmitSql = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class OverAggOp(OpSpec):
+    """OVER aggregates: rows wait until the watermark passes their time, then get their frames' aggregates.
+
+    See planner/sqlgen_over.py for the statements.
+    """
+
+    columns: tuple[str, ...] = ()  # the input columns kept (the output's first columns)
+    input_sql: str | None = None  # fused per-batch nodes below, run on each batch first
+    order: str = ""
+    frame: OverFrame = None  # type: ignore[assignment]
+    compute_sql: str = ""
+    retain_sql: str | None = None
+    carry_sql: str | None = None
+    carry_schema: pa.Schema | None = None

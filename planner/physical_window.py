@@ -1,4 +1,4 @@
-"""Physical planning of session windows and of window aggregates with an emission policy.
+"""Physical planning of session windows, emission policies and OVER aggregates.
 
 Called by :class:`physical_plan._Planner`; each function returns the spec
 fields of one operator.
@@ -9,9 +9,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from . import logical as L
+from .logical_over import OverAggregate
 from .physical import OP, PartialAgg
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import q
+from .sqlgen_over import over_sql
 from .sqlgen_session import partial_columns, session_merge_sql, session_state_schema
 from .types import Schema
 
@@ -61,3 +63,14 @@ def _partial_agg(i: int, a: L.AggCall) -> PartialAgg:
         return PartialAgg("avg", a.name, a.type, ((f"__p{i}s", "sum"), (f"__p{i}c", "sum")))
     how = a.func if a.func in ("min", "max") else "sum"
     return PartialAgg(a.func, a.name, a.type, ((f"__p{i}", how),))
+
+
+def over_fields(node: OverAggregate, needed: set[str]) -> dict:
+    """The fields of an OverAggOp computing ``node``, keeping the input columns read above it."""
+    keep = needed | set(node.partition_by) | {node.order_by} | {a.arg for a in node.aggs if a.arg}
+    columns = [f.name for f in node.input.schema if f.name in keep]
+    sql = over_sql(columns, node.partition_by, node.order_by, node.frame, node.aggs, node.input.schema)
+    return dict(schema=pa.schema([f for f in node.schema.to_arrow() if f.name in columns] +
+                                 [pa.field(a.name, a.type) for a in node.aggs]),
+                columns=tuple(columns), order=node.order_by, frame=node.frame, compute_sql=sql.compute,
+                retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema)
