@@ -201,7 +201,7 @@ def _transform(tree: exp.Expression, fix) -> exp.Expression:
     if replaced is not tree:
         return replaced
     copy = tree.copy()
-    for (key, value), (_, orig) in zip(copy.args.items(), tree.args.items()):
+    for key, orig in tree.args.items():
         if isinstance(orig, exp.Expression):
             copy.set(key, _transform(orig, fix))
         elif isinstance(orig, list):
