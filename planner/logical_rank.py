@@ -16,6 +16,12 @@ def describe_order(order_by: tuple[tuple[str, bool], ...]) -> str:
     return ", ".join(f"{c} DESC" if desc else c for c, desc in order_by)
 
 
+def window_end_column(node: Node, partition_by: tuple[str, ...]) -> str | None:
+    """The name, among ``partition_by``, of the column holding the window's end."""
+    found = _window_names(node, partition_by)
+    return found[1]["window_end"] if found else None
+
+
 def window_source(node: Node, partition_by: tuple[str, ...]) -> Node | None:
     """The window aggregate or table function whose window_start and window_end ``partition_by`` holds, if any.
 
@@ -23,11 +29,16 @@ def window_source(node: Node, partition_by: tuple[str, ...]) -> Node | None:
     shape (``PARTITION BY window_start, window_end`` right after a window
     aggregate or TVF) is recognised whatever else is selected.
     """
+    found = _window_names(node, partition_by)
+    return found[0] if found else None
+
+
+def _window_names(node: Node, partition_by: tuple[str, ...]):
     names = {p: p for p in partition_by}  # name at this level -> name in the partition
     cur = node
     while True:
         if isinstance(cur, (WindowAggregate, WindowTVF)) or isinstance(cur, TopN) and cur.kind == "window":
-            return cur if {"window_start", "window_end"} <= set(names) else None
+            return (cur, names) if {"window_start", "window_end"} <= set(names) else None
         if isinstance(cur, Filter):
             cur = cur.input
             continue

@@ -21,6 +21,7 @@ from . import sqlgen as S
 from .bind_emit import source_lateness_us
 from .expressions import col
 from .logical_over import OverAggregate
+from .logical_rank import TopN
 from .physical import (
     OP,
     PANE,
@@ -34,8 +35,8 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
-from .physical_stream import OverAggOp, SessionOp, WindowEmitOp
-from .physical_window import over_fields, session_fields
+from .physical_stream import OverAggOp, SessionOp, TopNOp, WindowEmitOp
+from .physical_window import over_fields, session_fields, topn_fields
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .types import Schema, sum_type
@@ -125,6 +126,13 @@ class _Planner:
         fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
         return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def plan_TopN(self, node) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)  # first: the operator's id (which names its tables) is the next one
+        input_sql = S.render(S.chain_sql(chain)) if chain else None
+        fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), input_sql)
+        return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
 
     def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
         """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
@@ -298,6 +306,9 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [used]
     if isinstance(node, L.WindowTVF):
         return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, TopN):
+        keep = set(node.partition_by) | {c for c, _ in node.order_by}
+        return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]
     if isinstance(node, OverAggregate):
         return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
                 {a.arg for a in node.aggs if a.arg}]

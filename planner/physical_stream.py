@@ -14,6 +14,7 @@ from .logical import EmitPolicy, WindowSpec
 from .logical_over import OverFrame
 from .physical import OpSpec, PartialAgg, WindowAggOp
 from .sqlgen_emit import EmitSql
+from .sqlgen_topn import TopNSql
 
 
 @dataclass(frozen=True)
@@ -58,3 +59,23 @@ class OverAggOp(OpSpec):
     retain_sql: str | None = None
     carry_sql: str | None = None
     carry_schema: pa.Schema | None = None
+
+
+@dataclass(frozen=True)
+class TopNOp(OpSpec):
+    """Top-N per partition and deduplication; ``kind`` as in logical_rank.TopN.
+
+    ``rank`` names the row-number column when the query reads it (else it
+    is left out, which also spares the changes that renumbering causes).
+    """
+
+    kind: str = "global"
+    columns: tuple[str, ...] = ()  # input columns kept
+    input_sql: str | None = None
+    partition: tuple[str, ...] = ()
+    order: tuple[tuple[str, bool], ...] = ()
+    limit: int = 1
+    rank: str | None = None
+    window_end: str | None = None  # window Top-N: the column holding the window's end
+    sql: TopNSql = None  # type: ignore[assignment]
+    emit_sql: EmitSql | None = None  # rank column or last row per key: changes against the emitted rows

@@ -10,11 +10,13 @@ import pyarrow as pa
 
 from . import logical as L
 from .logical_over import OverAggregate
+from .logical_rank import TopN, window_end_column
 from .physical import OP, PartialAgg
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import q
 from .sqlgen_over import over_sql
 from .sqlgen_session import partial_columns, session_merge_sql, session_state_schema
+from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from .types import Schema
 
 
@@ -74,3 +76,31 @@ def over_fields(node: OverAggregate, needed: set[str]) -> dict:
                                  [pa.field(a.name, a.type) for a in node.aggs]),
                 columns=tuple(columns), order=node.order_by, frame=node.frame, compute_sql=sql.compute,
                 retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema)
+
+
+def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None) -> dict:
+    """The fields of a TopNOp computing ``node``, keeping the input columns read above it."""
+    keep = needed | set(node.partition_by) | {c for c, _ in node.order_by}
+    if node.kind == "global":
+        keep |= set(node.input.schema.names)  # rows are compared whole
+    columns = [f.name for f in node.input.schema if f.name in keep]
+    rank = node.rank_name if node.rank_name in needed else None
+    in_schema = pa.schema([pa.field(c, node.input.schema.find(c).type) for c in columns])
+    out = in_schema.append(pa.field(rank, pa.int64(), False)) if rank else in_schema
+    fields = dict(kind=node.kind, columns=tuple(columns), partition=node.partition_by, order=node.order_by,
+                  limit=node.limit, rank=rank, input_sql=input_sql)
+    if node.kind == "window":
+        end = window_end_column(node.input, node.partition_by)
+        fields["sql"] = window_topn_sql(columns, node.partition_by, node.order_by, node.limit, end)
+        fields["window_end"] = end
+    elif node.kind == "global":
+        fields["sql"] = global_topn_sql(op_id, in_schema, node.partition_by, node.order_by, node.limit,
+                                        node.input.changelog == L.UPDATING, input_sql)
+        if rank:
+            fields["emit_sql"] = emit_sql(op_id, out, (*node.partition_by, rank), node.partition_by)
+    else:
+        fields["emit_sql"] = emit_sql(op_id, out, node.partition_by, node.partition_by)
+        fields["sql"] = dedup_sql(columns, node.partition_by, node.order_by[0][0], fields["emit_sql"].table)
+    schema = output_schema(node)
+    fields["schema"] = pa.schema([f for f in schema if f.name in columns or f.name == rank or f.name == OP])
+    return fields

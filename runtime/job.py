@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 import pyarrow as pa
 
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
-from ..planner.physical_stream import OverAggOp, SessionOp, WindowEmitOp
+from ..planner.physical_stream import OverAggOp, SessionOp, TopNOp, WindowEmitOp
 from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
@@ -28,13 +28,15 @@ from .operators.group_agg import GroupAggLogic
 from .operators.over import OverAggLogic
 from .operators.session import SessionLogic
 from .operators.source import SourceLogic
+from .operators.topn import TopNLogic
 from .operators.window_agg import WindowAggLogic
 from .operators.window_emit import WindowEmitLogic
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
-           SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic}
+           SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
+           TopNOp: TopNLogic}
 
 
 class Output(Protocol):
