@@ -12,6 +12,7 @@ from . import logical as L
 from .bind_context import BindContext
 from .catalog import MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
+from .logical_late import LateScan
 from .timeutil import interval_micros, node_span
 from .types import Field, Schema, is_numeric
 
@@ -28,6 +29,9 @@ def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]
         if isinstance(inner, GroupWindow):
             node, scope = bind_window_tvf(tvf_from_function(inner, ctx), ctx)
             return node, scope.requalify(alias) if alias else scope
+        if isinstance(inner, exp.Anonymous) and inner.name.upper() == "LATE":
+            node = bind_late(inner, ctx)
+            return node, Scope.of(node.schema, alias or "late")
         if isinstance(inner, exp.Func):
             raise ctx.error(f"unknown table function '{inner.sql_name() if not isinstance(inner, exp.Anonymous) else inner.name}'",
                             inner, help="window functions are TUMBLE, HOP, SESSION and CUMULATE")
@@ -45,6 +49,19 @@ def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]
         node = bind_values(rel, ctx, names)
         return node, Scope.of(node.schema, alias)
     raise ctx.error(f"{type(rel).__name__} is not supported in FROM", rel)
+
+
+def bind_late(call: exp.Anonymous, ctx: BindContext) -> LateScan:
+    """``LATE(s)``: the events source ``s`` drops as late, as a stream."""
+    args = call.expressions
+    if len(args) != 1 or not isinstance(args[0], exp.Column) or args[0].table:
+        raise ctx.error("LATE takes the name of a stream: LATE(clicks)", call)
+    name = Name(args[0].name, node_span(args[0]) or Span(0, 0))
+    obj = ctx.catalog.require(name, ctx.source, kinds=("stream", "table"))
+    if obj.watermark is None:
+        raise ctx.error(f"'{obj.name}' has no WATERMARK, so none of its events is late", call,
+                        help="declare WATERMARK FOR <time column> AS ... in the source")
+    return LateScan(obj)
 
 
 def bind_named(name: Name, ctx: BindContext) -> L.Node:

@@ -20,6 +20,7 @@ from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
 from .expressions import col
+from .logical_late import LateScan
 from .logical_over import OverAggregate
 from .logical_rank import TopN
 from .physical import (
@@ -36,9 +37,10 @@ from .physical import (
     WindowAggOp,
 )
 from .physical_stream import OverAggOp, SessionOp, TopNOp, WindowEmitOp
-from .physical_window import over_fields, session_fields, topn_fields
+from .physical_window import is_proctime_call, over_fields, session_fields, time_kinds, topn_fields
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
+from .timeutil import parse_duration
 from .types import Schema, sum_type
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
@@ -58,6 +60,11 @@ class _Planner:
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = _required_columns(root)
+        times = time_kinds(root)
+        if len(times) > 1:  # one watermark drives a job
+            raise _unsupported("a query that uses both processing time and event time",
+                               "use one kind of time attribute for its windows")
+        self.processing_time = times == {"processing"}
 
     def build(self) -> PhysicalPlan:
         out = self.op_for(self.root)
@@ -141,12 +148,21 @@ class _Planner:
 
     def plan_Union(self, node: L.Union) -> int:
         inputs = tuple(self.op_for(i) for i in node.inputs)
-        return self.add(UnionOp, node, inputs, node.label())
-
-    def source(self, node: L.Scan) -> int:
-        src = node.source
         needed = self.required.get(id(node), set(node.schema.names))
-        computed = [(n, e) for n, e in src.computed if n in needed]
+        keep = [i for i, f in enumerate(node.schema) if f.name in needed]
+        schema = pa.schema([node.schema.to_arrow().field(i) for i in keep])
+        columns = tuple(tuple(n.schema.fields[i].name for i in keep) for n in node.inputs)
+        return self.add(UnionOp, node, inputs, node.label(), schema=schema, input_columns=columns)
+
+    def plan_LateScan(self, node: LateScan) -> int:
+        return self.source(node)
+
+    def source(self, node: L.Scan | LateScan) -> int:
+        src = node.source
+        late_only = isinstance(node, LateScan)
+        needed = self.required.get(id(node), set(node.schema.names))
+        proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
+        computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
         wm = src.watermark
         if wm is not None:
             needed = needed | {wm.column}
@@ -158,16 +174,26 @@ class _Planner:
         fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
         schema = Schema(tuple(fields))
         computed_sql = None
+        if proctime is not None:
+            fields = [f for f in node.schema if f.name in columns or f.name == proctime
+                      or any(f.name == n for n, _ in computed)]
+            schema = Schema(tuple(fields))
         if computed:
             physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
-            items = [col(c) for c in columns] + [exp.alias_(S.typed(e, physical_schema), n, quoted=True)
-                                                 for n, e in computed]
+            items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
+                [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed]
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
-        lateness = source_lateness_us(node)
-        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        if late_only and wm is None:
+            raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
+        lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
+        idle = src.options.get("idle_timeout")
+        kind = "Late" if late_only else "Source"
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
-                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness)
+                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
+                        clock_watermark=self.processing_time and not late_only,
+                        idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only)
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -306,6 +332,8 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [used]
     if isinstance(node, L.WindowTVF):
         return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, LateScan):
+        return []
     if isinstance(node, TopN):
         keep = set(node.partition_by) | {c for c, _ in node.order_by}
         return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]

@@ -7,6 +7,7 @@ fields of one operator.
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
 from . import logical as L
 from .logical_over import OverAggregate
@@ -104,3 +105,26 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None)
     schema = output_schema(node)
     fields["schema"] = pa.schema([f for f in schema if f.name in columns or f.name == rank or f.name == OP])
     return fields
+
+
+def is_proctime_call(e: exp.Expression) -> bool:
+    """``PROCTIME()``: a computed column the source fills with the processing time."""
+    return isinstance(e, exp.Anonymous) and e.name.upper() == "PROCTIME" and not e.expressions
+
+
+def time_kinds(root: L.Node) -> set[str]:
+    """Which time the plan's windows, OVER and deduplication use: ``processing``, ``event`` or both."""
+    uses: set[str] = set()
+    for n in L.walk(root):
+        time_cols = []
+        if isinstance(n, (L.WindowTVF, L.WindowAggregate)):
+            time_cols = [(n.input, n.window.time_col)]
+        elif isinstance(n, OverAggregate):
+            time_cols = [(n.input, n.order_by)]
+        elif isinstance(n, TopN) and n.kind in ("first", "last"):
+            time_cols = [(n.input, n.order_by[0][0])]
+        for below, name in time_cols:
+            f = below.schema.find(name)
+            if f is not None and (f.proctime or f.rowtime):
+                uses.add("processing" if f.proctime else "event")
+    return uses

@@ -106,6 +106,8 @@ class Job:
         self.metrics = JobMetrics()
         self.done = False
         self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
+        self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
+        self.source_idle: dict[int, bool] = {}
 
     # -- driving --------------------------------------------------------------------
 
@@ -123,6 +125,9 @@ class Job:
             for op_id, source in sorted(active, key=lambda item: item[1].watermark):
                 before = source.rows_read
                 table = source.poll()
+                if source.rows_read != before and self.source_idle.get(op_id):
+                    self.source_idle[op_id] = False  # data again: consumers wait for it again
+                    self._set_idle(op_id, False)
                 if table is None:
                     self._advance(op_id, MAX_WATERMARK)
                     return True
@@ -143,6 +148,7 @@ class Job:
         """
         before = self.metrics.rows_out
         now = self.env.clock.now_us()
+        self._check_idle()
         for op_id, source in self.sources:
             if getattr(source, "follows_clock", False) and not source.finished:
                 self._advance(op_id, source.watermark)
@@ -184,17 +190,53 @@ class Job:
             if child == OUTPUT:
                 self.output_watermark = watermark
                 continue
-            ports = self.in_wm[child]
-            ports[port] = watermark
-            low = min(ports)
-            if low <= self.combined[child]:
+            self.in_wm[child][port] = watermark
+            self._combine(child)
+
+    def _combine(self, op_id: int) -> None:
+        """Move an operator to the minimum watermark of its inputs that are not idle."""
+        idle = self.idle_ports[op_id]
+        active = [wm for port, wm in enumerate(self.in_wm[op_id]) if port not in idle]
+        if not active:
+            return  # every input idle: the operator waits too
+        low = min(active)
+        if low <= self.combined[op_id]:
+            return
+        self.combined[op_id] = low
+        logic = self.logics[op_id]
+        for out in logic.on_watermark(low):
+            if out.num_rows:
+                self._push(op_id, out)
+        self._advance(op_id, logic.output_watermark(low))
+
+    def _set_idle(self, op_id: int, idle: bool) -> None:
+        """An input went idle (or came back): consumers stop (or resume) waiting for it."""
+        for child, port in self.children[op_id]:
+            if child == OUTPUT:
                 continue
-            self.combined[child] = low
-            logic = self.logics[child]
-            for out in logic.on_watermark(low):
-                if out.num_rows:
-                    self._push(child, out)
-            self._advance(child, logic.output_watermark(low))
+            ports = self.idle_ports[child]
+            was_idle = len(ports) == len(self.in_wm[child])
+            if idle:
+                ports.add(port)
+            else:
+                ports.discard(port)
+            now_idle = len(ports) == len(self.in_wm[child])
+            if now_idle != was_idle:
+                self._set_idle(child, now_idle)
+            self._combine(child)
+
+    def _check_idle(self) -> None:
+        for op_id, source in self.sources:
+            if not isinstance(source, SourceLogic) or not source.spec.idle_timeout_us:
+                continue
+            idle = source.idle
+            if idle:
+                # What its consumers pass while it is idle is lost to it: its events behind that are late.
+                passed = [self.combined[c] for c, _ in self.children[op_id] if c != OUTPUT]
+                source.floor.value = max([source.floor.value, *passed])
+            if idle != self.source_idle.get(op_id, False):
+                self.source_idle[op_id] = idle
+                self._set_idle(op_id, idle)
 
     # -- inspection ---------------------------------------------------------------
 
