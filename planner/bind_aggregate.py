@@ -98,6 +98,8 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
         arg_type = infer_type(arg, node.schema, ctx.source) if arg is not None else None
         calls.append(L.AggCall(func, arg_name, distinct, name, _agg_type(func, arg_type, a, ctx)))
 
+    if not pre:  # COUNT(*) alone: the rows still need a column to be counted by
+        pre.append((unique_name("__unit", taken), exp.Literal.number(1)))
     pre_types = tuple(infer_type(e, node.schema, ctx.source) for _, e in pre)
     pre_node = L.Project(node, tuple(pre), pre_types)
     if pre_node.is_identity():

@@ -25,9 +25,19 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Query
+from ..grammar.stream_syntax import RelationToStream
 from . import logical as L
 from .bind_aggregate import Unnamed, bind_aggregation, has_aggregate
 from .bind_context import BindContext, require_boolean
+from .bind_cql import (
+    HIDDEN,
+    as_relation,
+    bind_cql_window,
+    bind_relation_to_stream,
+    cql_window_of,
+    rewrite_rows_window,
+    with_instant,
+)
 from .bind_emit import bind_emit_clause, resolve_emit
 from .bind_from import bind_relation, bind_values, common_type
 from .bind_over import bind_over, check_ranks, has_over, merge_rank_filter
@@ -56,6 +66,8 @@ def bind_set(tree: exp.Expression, ctx: BindContext) -> L.Node:
         return _bind_union(tree, ctx)
     if isinstance(tree, exp.Values):
         return bind_values(tree, ctx)
+    if isinstance(tree, RelationToStream):
+        return bind_relation_to_stream(tree, ctx)
     if isinstance(tree, (exp.Intersect, exp.Except)):
         raise ctx.error(f"{type(tree).__name__.upper()} is not supported; use a join", tree)
     raise ctx.error(f"expected a query, found {type(tree).__name__}", tree)
@@ -120,9 +132,14 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
     from_ = select.args.get("from_")
+    cql, slide = cql_window_of(select), None
+    if cql is not None and cql.args["kind"] == "ROWS":
+        return ctx.bind_set(rewrite_rows_window(select, cql, ctx), ctx)
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
+    elif cql is not None:
+        node, scope, slide = bind_cql_window(cql, ctx)
     else:
         node, scope = bind_relation(from_.this, ctx)
 
@@ -141,6 +158,11 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
                             help="aggregate in a subquery, then compute the OVER expressions over its result")
         node, scope, items = bind_over(node, scope, items, select, ctx)
     aggregated = group is not None or having is not None or any(has_aggregate(i) for i in items)
+    if cql is not None and cql.args["kind"] == "NOW" and aggregated:
+        raise ctx.error("aggregates over a [NOW] window are not supported", cql,
+                        help="use [RANGE size SLIDE size] for per-instant aggregates")
+    if slide is not None:
+        items, group = with_instant(items, group, aggregated)
     if aggregated:
         node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
         if having_cond is not None:
@@ -151,7 +173,8 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     if select.args.get("distinct") is not None:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
-    return bind_emit_clause(node, select.args.get("emit"), ctx)
+    node = bind_emit_clause(node, select.args.get("emit"), ctx)
+    return as_relation(node, slide) if slide is not None else node
 
 
 
@@ -159,7 +182,7 @@ def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: BindContext) -
     out: list[exp.Expression] = []
     for item in items:
         if isinstance(item, exp.Star):
-            out.extend(_scope_columns(scope.columns))
+            out.extend(_scope_columns([c for c in scope.columns if c.qualifier != HIDDEN]))
         elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
             qual = item.table.lower()
             cols = [c for c in scope.columns if c.qualifier == qual]

@@ -20,6 +20,7 @@ from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
 from .expressions import col
+from .logical_cql import SnapshotDiff, StreamOf
 from .logical_late import LateScan
 from .logical_over import OverAggregate
 from .logical_rank import TopN
@@ -36,7 +37,7 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
-from .physical_stream import OverAggOp, SessionOp, TopNOp, WindowEmitOp
+from .physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .physical_window import is_proctime_call, over_fields, session_fields, time_kinds, topn_fields
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
@@ -141,6 +142,19 @@ class _Planner:
         fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), input_sql)
         return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
 
+    def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)
+        return self.add(SnapshotDiffOp, node, (base_id,), _fused_label(node, chain), instant=node.instant,
+                        slide_us=node.slide_us, kind=node.kind, columns=tuple(node.schema.names),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None)
+
+    def plan_StreamOf(self, node: StreamOf) -> int:
+        ops = (0, 2) if node.kind == "insert" else (1, 3)
+        sql = exp.select(*[col(f.name) for f in node.schema]).from_(S.batch_table()).where(
+            exp.column(OP, quoted=True).isin(*[exp.Literal.number(o) for o in ops]))
+        return self.add(CalcOp, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
+
     def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
         """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
         chain, base = self.chain_below(node.input)
@@ -170,7 +184,7 @@ class _Planner:
                 computed = [(n, e) for n, e in src.computed if n in needed]
         for _, e in computed:
             needed = needed | {c.name for c in e.find_all(exp.Column)}
-        columns = tuple(n for n in src.physical if n in needed)
+        columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
         fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
         schema = Schema(tuple(fields))
         computed_sql = None
@@ -334,6 +348,8 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
     if isinstance(node, LateScan):
         return []
+    if isinstance(node, SnapshotDiff):
+        return [set(node.input.schema.names)]
     if isinstance(node, TopN):
         keep = set(node.partition_by) | {c for c, _ in node.order_by}
         return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]

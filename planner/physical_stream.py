@@ -79,3 +79,14 @@ class TopNOp(OpSpec):
     window_end: str | None = None  # window Top-N: the column holding the window's end
     sql: TopNSql = None  # type: ignore[assignment]
     emit_sql: EmitSql | None = None  # rank column or last row per key: changes against the emitted rows
+
+
+@dataclass(frozen=True)
+class SnapshotDiffOp(OpSpec):
+    """A relation given per instant (rows tagged with ``instant``) -> what enters and leaves it."""
+
+    instant: str = ""
+    slide_us: int = 0
+    kind: str = "relation"  # relation | insert | delete
+    columns: tuple[str, ...] = ()
+    input_sql: str | None = None

@@ -20,10 +20,11 @@ from typing import Callable, Protocol
 import pyarrow as pa
 
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
-from ..planner.physical_stream import OverAggOp, SessionOp, TopNOp, WindowEmitOp
+from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
+from .operators.cql import SnapshotDiffLogic
 from .operators.group_agg import GroupAggLogic
 from .operators.over import OverAggLogic
 from .operators.session import SessionLogic
@@ -36,7 +37,7 @@ OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
-           TopNOp: TopNLogic}
+           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic}
 
 
 class Output(Protocol):
