@@ -14,6 +14,7 @@ from .logical import EmitPolicy, WindowSpec
 from .logical_over import OverFrame
 from .physical import OpSpec, PartialAgg, WindowAggOp
 from .sqlgen_emit import EmitSql
+from .sqlgen_session import SessionSql
 from .sqlgen_topn import TopNSql
 
 
@@ -30,7 +31,8 @@ class SessionOp(OpSpec):
     keys: tuple[str, ...] = ()  # the output's keys, in order
     group: tuple[str, ...] = ()  # state grouping columns besides the partition (keys, COUNT DISTINCT args)
     aggs: tuple[PartialAgg, ...] = ()
-    merge_sql: str = ""
+    sql: SessionSql = None  # type: ignore[assignment]
+    merges: tuple[tuple[str, str], ...] = ()  # partial column -> how partials merge (sum | min | max)
     state_schema: pa.Schema = None  # type: ignore[assignment]
     emit: EmitPolicy = EmitPolicy()
     emit_sql: EmitSql | None = None

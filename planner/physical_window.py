@@ -16,7 +16,7 @@ from .physical import OP, PartialAgg
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import q
 from .sqlgen_over import over_sql
-from .sqlgen_session import partial_columns, session_merge_sql, session_state_schema
+from .sqlgen_session import partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from .types import Schema
 
@@ -49,8 +49,9 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         aggs = tuple(_partial_agg(i, a) for i, a in enumerate(node.aggs))
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
-    merge = session_merge_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema)
-    fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, merge_sql=merge,
+    sql = session_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema)
+    merges = tuple((n, fn) for n, _, fn, _ in partials or ())
+    fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, sql=sql, merges=merges,
                   state_schema=state_schema, emit=emit)
     if emit.updating:
         out = node.schema.to_arrow()

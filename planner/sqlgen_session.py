@@ -8,12 +8,12 @@ table function on its own). Columns: the partition keys, ``__s`` and
 is the session ``[t, t + gap)``), then the grouping keys, COUNT(DISTINCT)
 columns and partial columns.
 
-Per batch, :func:`session_merge_sql` runs one statement with the batch
-registered as ``__input`` and the state as ``__state``. It takes the
-state rows of the partitions the batch touches, adds one row per event,
-and merges overlapping or touching intervals (a new session starts where
-an interval begins after every earlier one has ended, as Flink's
-``TimeWindow.intersects``)::
+Per batch, the operator turns the batch into one row per event
+(:attr:`SessionSql.rows`), takes the state rows of the partitions the
+batch touches (``touched``), sorts both by partition and time (``sort``)
+and merges overlapping or touching intervals with numpy (a new session
+starts where an interval begins after every earlier one of its partition
+has ended, as Flink's ``TimeWindow.intersects``)::
 
     gap 30 min, partition u1      13:02   13:14          13:57
     intervals                     [----------)
@@ -22,11 +22,12 @@ an interval begins after every earlier one has ended, as Flink's
     sessions                      [13:02, 13:44)          [13:57, 14:27)
 
 An out-of-order event that bridges two sessions merges them: the islands
-are recomputed over all the partition's rows. The statement returns the
-whole new state with ``__t`` marking the rows of touched partitions.
+are recomputed over all the partition's rows.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -58,9 +59,16 @@ def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[tuple[str
     return out
 
 
-def session_merge_sql(inner: str, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
-                      partials: list[tuple[str, str, str, pa.DataType]] | None, state_schema: pa.Schema) -> str:
-    """The per-batch statement (see the module docstring).
+@dataclass(frozen=True)
+class SessionSql:
+    rows: str  # per batch, over __input: one state row per event
+    touched: str  # over __state and __rows: each state row with __t (its partition has new rows)
+    sort: str  # over __u: the rows in (partition, start) order, for the islands
+
+
+def session_sql(inner: str, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
+                partials: list[tuple[str, str, str, pa.DataType]] | None, state_schema: pa.Schema) -> SessionSql:
+    """The statements of a session operator (see the module docstring).
 
     ``inner`` is the SQL of the rows (over ``__input``); ``group`` the grouping
     keys and COUNT(DISTINCT) columns; ``partials`` None for unaggregated
@@ -68,49 +76,20 @@ def session_merge_sql(inner: str, time_col: str, gap: int, partition: tuple[str,
     """
     P = [q(p) for p in partition]
     ts = f"epoch_us({q(time_col)})"
+    cols = ", ".join(q(f.name) for f in state_schema)
     if partials is None:
-        payload = [q(f.name) for f in state_schema if f.name not in (S, E)]
         rows = f"SELECT *, {ts} AS {S}, {ts} + {gap} AS {E} FROM ({inner}) AS r"
     else:
-        G = [q(g) for g in group]
-        payload = G + [q(n) for n, _, _, _ in partials]
-        items = P + [f"{ts} AS {S}", f"{ts} + {gap} AS {E}"] + G + [f"{e} AS {q(n)}" for n, e, _, _ in partials]
-        rows = f"SELECT {', '.join(items)} FROM ({inner}) AS r"
-    cols = ", ".join([*P, S, E, *[c for c in payload if c not in P]])
-
-    on = " AND ".join(f"st.{p} IS NOT DISTINCT FROM t.{p}" for p in P)
-    if P:
-        touched = f"t AS (SELECT DISTINCT {', '.join(P)} FROM b)"
-        old = f"SELECT {cols} FROM __state st SEMI JOIN t ON {on}"
-        untouched = f"SELECT {cols}, false AS __t FROM __state st ANTI JOIN t ON {on}"
-    else:
-        touched = "t AS (SELECT COUNT(*) AS n FROM b)"
-        old = f"SELECT {cols} FROM __state st WHERE (SELECT n FROM t) > 0"
-        untouched = f"SELECT {cols}, false AS __t FROM __state st WHERE (SELECT n FROM t) = 0"
-    part = f"PARTITION BY {', '.join(P)} " if P else ""
-    ctes = [
-        f"b AS ({rows})",
-        touched,
-        f"u AS ({old} UNION ALL SELECT {cols} FROM b)",
-        f"o AS (SELECT *, MAX({E}) OVER ({part}ORDER BY {S}, {E} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-        f" AS __pe FROM u)",
-        f"i AS (SELECT *, SUM(CASE WHEN __pe IS NULL OR {S} > __pe THEN 1 ELSE 0 END) OVER ({part}ORDER BY {S}, {E} "
-        f"ROWS UNBOUNDED PRECEDING) AS __isl FROM o)",
-    ]
-    island = f"PARTITION BY {', '.join(P + ['__isl'])}"
-    types = {f.name: f.type for f in state_schema}
-    if partials is None:
-        rest = [c for c in payload if c not in P]
-        merged = (f"SELECT {', '.join(P)}{', ' if P else ''}MIN({S}) OVER ({island}) AS {S}, "
-                  f"MAX({E}) OVER ({island}) AS {E}{''.join(', ' + c for c in rest)} FROM i")
-    else:
-        merge = [f"CAST({fn.upper()}({q(n)}) AS {sql_type(types[n])}) AS {q(n)}" for n, _, fn, _ in partials]
-        keys = P + ["__isl"] + G
-        ctes.append(f"g AS (SELECT {', '.join(keys)}, MIN({S}) AS {S}, MAX({E}) AS {E}"
-                    f"{''.join(', ' + m for m in merge)} FROM i GROUP BY {', '.join(keys)})")
-        merged = (f"SELECT {', '.join(P)}{', ' if P else ''}MIN({S}) OVER ({island}) AS {S}, "
-                  f"MAX({E}) OVER ({island}) AS {E}{''.join(', ' + c for c in payload)} FROM g")
-    return f"WITH {', '.join(ctes)} SELECT *, true AS __t FROM ({merged}) AS m UNION ALL {untouched}"
+        items = [f"{ts} AS {S}", f"{ts} + {gap} AS {E}"] + [f"{e} AS {q(n)}" for n, e, _, _ in partials]
+        rows = f"SELECT *, {', '.join(items)} FROM ({inner}) AS r"
+    rows = f"SELECT {cols} FROM ({rows}) AS e"
+    on = " AND ".join(f"st.{p} IS NOT DISTINCT FROM t.{p}" for p in P) or "TRUE"
+    keys = ", ".join(P) if P else "1 AS __unit"
+    touched = (f"SELECT st.*, t.__hit IS NOT NULL AS __t FROM __state st "
+               f"LEFT JOIN (SELECT DISTINCT {keys}, TRUE AS __hit FROM __rows) t ON {on}")
+    # Equal starts need no order among them: the later one starts no session either way.
+    order = ", ".join(P + [S])
+    return SessionSql(rows, touched, f"SELECT * FROM __u ORDER BY {order}")
 
 
 def session_state_schema(partition: tuple[str, ...], group: tuple[str, ...], partials, input_schema: Schema) -> pa.Schema:

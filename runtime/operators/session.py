@@ -19,15 +19,16 @@ window over the sessions never sees a row behind its watermark.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import BATCH
 from ...planner.physical_stream import SessionOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .emit import EmitTable
+from .source import int64_values
 from .window_agg import _final
 
 S, E = "__s", "__e"
@@ -36,7 +37,7 @@ S, E = "__s", "__e"
 class SessionLogic(Logic):
     def __init__(self, spec: SessionOp, env: Env):
         self.spec = spec
-        self.con = env.duck.con
+        self.duck, self.con = env.duck, env.duck.con
         self.state = env.state.panes(spec.id, "sessions")
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.lateness = spec.emit.lateness_us
@@ -54,22 +55,90 @@ class SessionLogic(Logic):
         return tables[0] if tables else self.spec.state_schema.empty_table()
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        self.con.register(BATCH, batch)
-        self.con.register("__state", self._sessions())
-        try:
-            merged = self.con.sql(self.spec.merge_sql).to_arrow_table()
-        finally:
-            self.con.unregister(BATCH)
-            self.con.unregister("__state")
-        touched = merged.column("__t")
-        sessions = conform(merged.drop_columns(["__t"]), self.spec.state_schema)
+        rows = conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+        if rows.num_rows == 0:
+            return []
+        sessions = self._sessions()
+        kept = []
+        # A session that ends before the batch's first event cannot be reached by it.
+        reachable = pc.greater_equal(sessions.column(E), pc.min(rows.column(S)))
+        if not pc.all(reachable).as_py():
+            kept.append(sessions.filter(pc.invert(reachable)))
+            sessions = sessions.filter(reachable)
+        if sessions.num_rows > 2 * rows.num_rows:  # a small batch: only the partitions it touches
+            flagged = self._sql(self.spec.sql.touched, __state=sessions, __rows=rows)
+            touched = flagged.column("__t")
+            kept.append(conform(flagged.filter(pc.invert(touched)).drop_columns(["__t"]), self.spec.state_schema))
+            sessions = conform(flagged.filter(touched).drop_columns(["__t"]), self.spec.state_schema)
+        ordered = self._sql(self.spec.sql.sort, __u=pa.concat_tables([sessions, rows]))
+        merged = conform(self._islands(ordered), self.spec.state_schema)
+        sessions = pa.concat_tables([*kept, merged]) if kept else merged
         self.state.replace(0, sessions)
         if self.emitted is None:
             return []
-        rows = sessions.filter(touched)
+        visible = sessions  # the diff keeps the batch's partitions
         if self.spec.emit.mode != "changes":
-            rows = rows.filter(pc.less(rows.column(E), self.fired.value))  # only closed sessions are visible
-        return self._diff(rows, sessions.filter(touched))
+            visible = sessions.filter(pc.less(sessions.column(E), self.fired.value))  # only closed sessions
+        return self._diff(visible, rows)
+
+    def _islands(self, t: pa.Table) -> pa.Table:
+        """Merge the intervals of rows sorted by (partition, start) into sessions (see sqlgen_session)."""
+        n = t.num_rows
+        s, e = int64_values(t.column(S)), int64_values(t.column(E))
+        new_group = np.zeros(n, dtype=bool)
+        new_group[0] = True
+        for name in self.spec.partition:
+            col = t.column(name).combine_chunks()
+            a, b = col.slice(1), col.slice(0, n - 1)
+            differs = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
+            new_group[1:] |= differs.to_numpy(zero_copy_only=False)
+        rank = np.cumsum(new_group, dtype=np.int64)
+        base, span = int(s.min()), int(e.max() - s.min()) + 1
+        if span * (int(rank[-1]) + 1) >= 2**62:  # times far apart: their order is all that matters
+            values, inverse = np.unique(np.concatenate([s, e]), return_inverse=True)
+            s, e, base, span = inverse[:n], inverse[n:], 0, len(values)
+        # A running maximum of the ends, restarted per partition by lifting each partition above the last.
+        lift = rank * span - base
+        reach = np.maximum.accumulate(e + lift)
+        start = np.empty(n, dtype=bool)
+        start[0] = True
+        np.greater(s[1:] + lift[1:], reach[:-1], out=start[1:])
+        island = np.cumsum(start) - 1
+        firsts = np.flatnonzero(start)
+        starts = int64_values(t.column(S))[firsts]
+        ends = np.maximum.reduceat(int64_values(t.column(E)), firsts)
+        if not self.spec.aggs:  # unaggregated: every row, with its session's bounds
+            return t.set_column(t.schema.get_field_index(S), S, pa.array(starts[island])) \
+                    .set_column(t.schema.get_field_index(E), E, pa.array(ends[island]))
+        group = list(self.spec.group)
+        columns = {c: t.column(c).take(pa.array(firsts)) for c in self.spec.partition}
+        columns[S], columns[E] = pa.array(starts), pa.array(ends)
+        partials = [t.column(c).combine_chunks() for c, _ in self.spec.merges]
+        if not group and all(p.null_count == 0 and (pa.types.is_integer(p.type) or pa.types.is_floating(p.type))
+                             for p in partials):
+            # Rows are in island order: each island's partials merge with one reduceat per column.
+            ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+            for (c, how), p in zip(self.spec.merges, partials):
+                columns[c] = pa.array(ufunc[how].reduceat(p.to_numpy(), firsts), p.type)
+            return pa.table(columns)
+        parts = pa.table({"__isl": pa.array(island), **{c: t.column(c) for c in group},
+                          **{c: t.column(c) for c, _ in self.spec.merges}})
+        merged = parts.group_by(["__isl", *group], use_threads=False).aggregate(list(self.spec.merges))
+        which = int64_values(merged.column("__isl"))
+        columns = {c: t.column(c).take(pa.array(firsts[which])) for c in self.spec.partition}
+        columns[S], columns[E] = pa.array(starts[which]), pa.array(ends[which])
+        columns.update({c: merged.column(c) for c in group})
+        columns.update({c: merged.column(f"{c}_{how}") for c, how in self.spec.merges})
+        return pa.table(columns)
+
+    def _sql(self, sql: str, **tables: pa.Table) -> pa.Table:
+        for name, table in tables.items():
+            self.con.register(name, table)
+        try:
+            return self.con.sql(sql).to_arrow_table()
+        finally:
+            for name in tables:
+                self.con.unregister(name)
 
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         fired = self.fired.value
@@ -111,15 +180,19 @@ class SessionLogic(Logic):
         """Output rows (window bounds, keys, aggregates) of state rows, in window-end order."""
         spec = self.spec
         if not spec.aggs:
-            table = rows.sort_by([(E, "ascending"), (S, "ascending")])
+            table = rows.take(pc.sort_indices(rows, [(E, "ascending"), (S, "ascending")]))
             columns = _window_columns(table)
             for f in self.out_schema:
                 if f.name not in columns:
                     columns[f.name] = table.column(f.name)
         else:
             keys = [S, E, *spec.partition, *[k for k in spec.group if k in spec.keys]]
-            table = rows.group_by(keys, use_threads=False).aggregate(self.merges)
-            table = table.sort_by([(E, "ascending"), (S, "ascending")] + [(k, "ascending") for k in spec.keys])
+            if any(a.func == "count_distinct" for a in spec.aggs):
+                table = rows.group_by(keys, use_threads=False).aggregate(self.merges)
+            else:  # one state row per (session, key) already: name the partials as merged ones
+                table = pa.table({**{k: rows.column(k) for k in keys},
+                                  **{f"{c}_{how}": rows.column(c) for c, how in self.merges}})
+            table = table.take(pc.sort_indices(table.column(E)))
             columns = _window_columns(table)
             for k in spec.keys:
                 columns[k] = table.column(k)
