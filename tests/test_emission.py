@@ -123,7 +123,7 @@ def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
 
 def test_the_source_option_allowed_lateness_makes_windows_correct_themselves():
     ddl = DDL.replace("connector = 'memory'", "connector = 'memory', 'allowed_lateness' = '10 s'")
-    data = events(600, seed=8, keys=3, disorder_s=25)
+    data = events(400, seed=8, keys=3, disorder_s=25)
     accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 15)]))
     sql = """SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
     GROUP BY window_start, window_end, k"""
@@ -192,7 +192,7 @@ def test_periodic_early_firing_uses_processing_time():
 SESSION = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv
 FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))
 GROUP BY window_start, window_end, k"""
-SESSION_EV = events(500, seed=17, keys=12, span_s=500, disorder_s=4.5)
+SESSION_EV = events(200, seed=3, keys=12, span_s=200, disorder_s=4.5)
 
 
 def test_sessions_emit_changes_retract_merged_sessions():

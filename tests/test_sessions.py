@@ -54,7 +54,7 @@ def test_sessions_do_not_depend_on_batching(max_batch):
     sql = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv
     FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))
     GROUP BY window_start, window_end, k"""
-    data = EV.slice(0, 400)
+    data = EV.slice(0, 250)
     got = run_query(DDL, sql, {"ev": data}, max_batch=max_batch, seed=max_batch)
     want = duck(islands(8, select="SELECT ws, we, k, COUNT(*), SUM(v) FROM s GROUP BY ws, we, k"), ev=data)
     assert rows(got) == rows(want)
