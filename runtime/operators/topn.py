@@ -75,6 +75,8 @@ class TopNLogic(Logic):
         self.seq.value += rows.num_rows
         if kind == "first":
             pending, seen = self._table(0, rows.schema), self._table(1, self._key_schema(rows))
+            if self.panes.pieces(1) > 1:
+                self.panes.replace(1, seen)  # one table of the keys already emitted
             out = self._sql(self.spec.sql.first, __pending=pending, __seen=seen, __rows=rows)
             self.panes.replace(0, out)
             return []
