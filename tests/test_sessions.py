@@ -5,11 +5,12 @@ event exceeds the session gap), fed out of order in many small batches."""
 import datetime as dt
 import itertools
 
+import pyarrow as pa
 import pytest
 
 import dsms
 
-from oracle import BASE, duck, events, rows, run_query
+from oracle import BASE, duck, events, feed, rows, run_query
 
 DDL = """
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -168,3 +169,31 @@ def test_tumble_over_session_results():
     want = duck(islands(8, select="""SELECT time_bucket(INTERVAL '1 minute', we - INTERVAL '1 millisecond',
         TIMESTAMP '1970-01-01') AS b, COUNT(DISTINCT (k, ws)), COUNT(*) FROM s GROUP BY b"""), ev=EV)
     assert rows(got) == rows(want)
+
+
+INT_DDL = """CREATE STREAM ev (u BIGINT, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (connector = 'memory');"""
+
+
+@pytest.mark.parametrize("max_batch, nulls", [(3, False), (400, False), (100_000, False), (400, True)])
+def test_sessions_per_integer_key(max_batch, nulls):
+    # Integer keys without NULLs take another path (the open sessions are kept in order and each
+    # batch is merged in); small batches against many open sessions take the general one. All agree.
+    data = events(300 if max_batch < 10 else 1200, seed=29, keys=40, span_s=300, disorder_s=4.5)
+    users = pa.array([(None if nulls else 0) if k is None else int(k[1:]) * 7919 - 100_000
+                      for k in data.column("k").to_pylist()], pa.int64())
+    data = pa.table({"u": users, "v": data.column("v"), "ts": data.column("ts")})
+    sql = """SELECT window_start, window_end, u, COUNT(*) AS n, SUM(v) AS sv, MAX(v) AS hi
+    FROM TABLE(SESSION(TABLE ev PARTITION BY u, DESCRIPTOR(ts), INTERVAL '20' SECOND))
+    GROUP BY window_start, window_end, u"""
+    engine = dsms.Engine()
+    engine.execute(INT_DDL)
+    q = engine.query(sql)
+    feed(engine, "ev", data, max_batch=max_batch)
+    in_order = next(lg for lg in q.job.logics.values() if hasattr(lg, "ordered")).ordered.value
+    assert in_order == (max_batch > 3 and not nulls)
+    engine.end_input()
+    engine.run_until_idle()
+    want = duck(islands(20, keys="u", select="SELECT ws, we, u, COUNT(*), SUM(v), MAX(v) FROM s GROUP BY ws, we, u"),
+                ev=data)
+    assert rows(q.snapshot()) == rows(want)
