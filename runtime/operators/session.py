@@ -114,9 +114,9 @@ class SessionLogic(Logic):
             return None
         old_key, new_key = ((k - low) * span + (s - base) for k, s in zip(keys, starts))
         if not self.ordered.value and sessions.num_rows:
-            order = np.argsort(old_key, kind="stable")
+            order = np.argsort(old_key)  # equal keys need no order (see sort in sqlgen_session)
             sessions, old_key = sessions.take(pa.array(order)), old_key[order]
-        order = np.argsort(new_key, kind="stable")
+        order = np.argsort(new_key)
         rows, new_key = rows.take(pa.array(order)), new_key[order]
         # Where each new row goes among the old ones; the old ones fill the other places, in order.
         at = np.searchsorted(old_key, new_key, side="right") + np.arange(len(new_key))
@@ -135,6 +135,10 @@ class SessionLogic(Logic):
         new_group[0] = True
         for name in self.spec.partition:
             col = t.column(name).combine_chunks()
+            if pa.types.is_integer(col.type) and col.null_count == 0:
+                values = col.to_numpy()
+                new_group[1:] |= values[1:] != values[:-1]
+                continue
             a, b = col.slice(1), col.slice(0, n - 1)
             differs = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
             new_group[1:] |= differs.to_numpy(zero_copy_only=False)
@@ -223,7 +227,7 @@ class SessionLogic(Logic):
         return [changes] if changes.num_rows else []
 
     def _finalize(self, rows: pa.Table) -> pa.Table:
-        """Output rows (window bounds, keys, aggregates) of state rows, in window-end order."""
+        """Output rows (window bounds, keys, aggregates) of state rows (unaggregated rows in window-end order)."""
         spec = self.spec
         if not spec.aggs:
             table = rows.take(pc.sort_indices(rows, [(E, "ascending"), (S, "ascending")]))
@@ -238,8 +242,7 @@ class SessionLogic(Logic):
             else:  # one state row per (session, key) already: name the partials as merged ones
                 table = pa.table({**{k: rows.column(k) for k in keys},
                                   **{f"{c}_{how}": rows.column(c) for c, how in self.merges}})
-            table = table.take(pc.sort_indices(table.column(E)))
-            columns = _window_columns(table)
+            columns = _window_columns(table)  # in state order: by partition, then time
             for k in spec.keys:
                 columns[k] = table.column(k)
             for a in spec.aggs:
