@@ -3,12 +3,17 @@
 Input delta -> output delta::
 
     batch       : rows -> merged into the open sessions of their partitions
-                  (gaps and islands in DuckDB, see planner/sqlgen_session.py);
+                  (rows in (partition, start) order, then gaps and islands with
+                  numpy; see planner/sqlgen_session.py);
                   nothing out by default; changes out with EMIT CHANGES, and
                   corrections of already emitted sessions under ALLOWED LATENESS
     watermark W : every session with end < W is closed -> one row per
                   (session, key); dropped from the state (kept another
                   `lateness` when corrections are allowed)
+
+The order comes from a DuckDB sort of the batch and the open sessions it
+can reach; with one integer partition column (a user id) the open
+sessions are kept in order and the sorted batch is merged into them.
 
 A session ``[s, e)`` closes only when the watermark is past ``e``: an
 event at exactly ``e`` (not late while the watermark is ``e``) would still
