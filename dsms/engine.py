@@ -51,6 +51,7 @@ from .planner.logical import UPDATING
 from .planner.types import sql_name
 from .query import QueryHandle, Result
 from .runtime.convert import to_table
+from .runtime.memory import data_schema, keyed_changes
 from .runtime.output import CollectOutput, SinkOutput
 from .runtime.scheduler import Scheduler
 
@@ -108,11 +109,44 @@ class Engine:
         return self.plan(sql).explain()
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
-        """Append rows to a memory stream; running queries see them on their next step."""
+        """Append rows to a memory stream, or upsert them into a memory table by its primary key.
+
+        Running queries see them on their next step. A row whose key a
+        table already holds replaces that row (an update).
+        """
         source = self._memory_source(name)
         log = self.scheduler.memory_log(source)
-        table = to_table(rows, log.schema, columns)
-        log.append(table)
+        table = to_table(rows, data_schema(log), columns)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        return table.num_rows
+
+    def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
+        """Delete rows of a memory table by its primary key.
+
+        ``rows`` are given like ``insert``'s; only the key columns matter
+        (and, for a table with a WATERMARK, the time column: the time the
+        row stops being valid). Deleting a key the table does not hold does
+        nothing.
+
+        Example:
+            >>> import dsms
+            >>> engine = dsms.Engine()
+            >>> _ = engine.execute("CREATE TABLE t (id INT, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED) "
+            ...                    "WITH (connector = 'memory')")
+            >>> q = engine.query("SELECT * FROM t")
+            >>> _ = engine.insert("t", [(1, "a"), (2, "b")]); _ = engine.insert("t", [(1, "c")])
+            >>> _ = engine.delete("t", [{"id": 2}])
+            >>> engine.run_until_idle()
+            >>> q.snapshot().to_pylist()
+            [{'id': 1, 'v': 'c'}]
+        """
+        source = self._memory_source(name)
+        if source.kind != "table":
+            raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
+                            "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
+        log = self.scheduler.memory_log(source)
+        table = to_table(rows, data_schema(log), columns)
+        log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -192,8 +226,9 @@ class Engine:
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
-        columns = [c.value for c in stmt.columns] or [f.name for f in log.schema]
-        query = _cast_values(stmt.query, [log.schema.field(_column_index(log.schema, c, stmt)).type for c in columns])
+        schema = data_schema(log)
+        columns = [c.value for c in stmt.columns] or [f.name for f in schema]
+        query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
         planned = plan_query(query, self.catalog, stmt.source)
         from .runtime.job import Job
 
@@ -204,8 +239,8 @@ class Engine:
         if rows.num_columns != len(columns):
             raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                       f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
-        table = to_table(rows.rename_columns(columns), log.schema)
-        log.append(table)
+        table = to_table(rows.rename_columns(columns), schema)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
@@ -317,7 +352,7 @@ class Engine:
             span = stmt.target.span if isinstance(stmt, Insert) else None
             self.catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
         if obj.connector != "memory":
-            raise DsmsError(f"cannot insert into '{obj.name}': only streams with connector = 'memory' take inserts "
+            raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take inserts "
                             f"(it reads {obj.connector})")
         return obj
 

@@ -24,12 +24,14 @@ from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
 from .operators.group_agg import GroupAggLogic
+from .operators.registry_joins import JOIN_LOGICS
 from .operators.source import SourceLogic
 from .operators.window_agg import WindowAggLogic
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
-_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic}
+_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
+           **JOIN_LOGICS}
 
 
 class Output(Protocol):
