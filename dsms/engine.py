@@ -56,7 +56,7 @@ from .runtime.output import CollectOutput, SinkOutput
 from .runtime.scheduler import Scheduler
 
 _SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
-                   "strict": ("true", "false")}
+                   "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
 
 
 class Engine:
@@ -123,10 +123,10 @@ class Engine:
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Delete rows of a memory table by its primary key.
 
-        ``rows`` are given like ``insert``'s; only the key columns matter
-        (and, for a table with a WATERMARK, the time column: the time the
-        row stops being valid). Deleting a key the table does not hold does
-        nothing.
+        ``rows`` are given like ``insert``'s, or as tuples of key values;
+        only the key columns matter (and, for a table with a WATERMARK, the
+        time column: the time the row stops being valid). Deleting a key
+        the table does not hold does nothing.
 
         Example:
             >>> import dsms
@@ -145,6 +145,9 @@ class Engine:
             raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
                             "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
         log = self.scheduler.memory_log(source)
+        if columns is None and isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], (list, tuple)) \
+                and len(rows[0]) == len(source.primary_key):
+            columns = list(source.primary_key)  # tuples of key values
         table = to_table(rows, data_schema(log), columns)
         log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
@@ -201,9 +204,10 @@ class Engine:
         else:
             output = CollectOutput(schema, updating)
         job = self.scheduler.start(sink.name, planned.physical, output)
-        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog) \
+        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog,
+                                                      planned.warnings) \
             if isinstance(output, CollectOutput) else None
-        return Result("ok", f"Created sink {sink.name}")
+        return Result("ok", f"Created sink {sink.name}", warnings=planned.warnings)
 
     def _do_CreateMaterializedView(self, stmt: CreateMaterializedView, base: str) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
@@ -211,17 +215,17 @@ class Engine:
         self.catalog.add(mv, name=stmt.name, source=stmt.source)
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING, keep_changes=False)
         job = self.scheduler.start(mv.name, planned.physical, output)
-        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog)
-        return Result("ok", f"Created materialized view {mv.name}")
+        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog, planned.warnings)
+        return Result("ok", f"Created materialized view {mv.name}", warnings=planned.warnings)
 
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         name = f"query-{next(self._ids)}"
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING)
         job = self.scheduler.start(name, planned.physical, output)
-        handle = QueryHandle(self, name, job, output, planned.changelog)
+        handle = QueryHandle(self, name, job, output, planned.changelog, planned.warnings)
         self.queries[name] = handle
-        return Result("query", query=handle)
+        return Result("query", query=handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)

@@ -45,8 +45,11 @@ class IntervalJoinOp(JoinOp):
     delay: int = 0  # the output watermark lags the input's by this much
     lateness: int = 0  # allowed lateness of the sources below: state is kept that much longer
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
-    expire: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per side, with $1 = watermark; last returns output
-    min_time: tuple[str, str] = ("", "")  # the smallest expiry time in each side's state
+    expire: tuple[tuple[str, str], tuple[str, str]] = (("", ""), ("", ""))  # per side, $1 = watermark:
+    # (the padded rows of an outer side that no partner can reach any more, or ""; the delete)
+    min_time: tuple[str, str] = ("", "")  # per side, the smallest time at which a stored row expires
+    time_columns: tuple[str, str] = ("", "")
+    ids: tuple[bool, bool] = (False, False)  # whether each port's batches get a row id column (outer sides)
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class WindowJoinOp(JoinOp):
     lateness: int = 0
     on_batch: tuple[str, str] = ("", "")  # per port: store the rows
     fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
-    min_end: str = ""
+    min_end: str = ""  # the smallest window end held
+    end_columns: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ class TemporalJoinOp(JoinOp):
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
     prune: tuple[str, ...] = ()  # with $1 = watermark
-    min_time: str = ""
+    min_time: str = ""  # the earliest buffered left row
+    time_column: str = ""  # the left rows' time column
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,6 @@ class LookupJoinOp(JoinOp):
     stream_port: int = 0
     lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
     update: tuple[str, ...] = ()  # the table's changes
-    compact: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,4 +89,3 @@ class RegularJoinOp(JoinOp):
     """A join of two relations that keeps all their current rows: an updating result."""
 
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
-    compact: tuple[str, ...] = ()

@@ -249,6 +249,8 @@ def _refs(e: exp.Expression) -> set[str]:
 
 
 def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
+        return node.child_needs(req)
     if isinstance(node, L.Filter):
         return [req | _refs(node.condition)]
     if isinstance(node, L.Project):

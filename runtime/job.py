@@ -162,11 +162,11 @@ class Job:
                 continue
             ports = self.in_wm[child]
             ports[port] = watermark
-            low = min(ports)
+            logic = self.logics[child]
+            low = logic.input_watermark(ports)
             if low <= self.combined[child]:
                 continue
             self.combined[child] = low
-            logic = self.logics[child]
             for out in logic.on_watermark(low):
                 if out.num_rows:
                     self._push(child, out)

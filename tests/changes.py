@@ -69,3 +69,62 @@ def pieces(n: int, seed: int, max_batch: int) -> list[tuple[int, int]]:
         out.append((i, min(k, n - i)))
         i += k
     return out
+
+
+def interleave(tables: dict[str, pa.Table], seed: int) -> list[tuple[str, pa.Table]]:
+    """Rows of several streams merged into one arrival order (each stream keeps its own order):
+    at each step the next row comes from a stream picked at random, weighted by what it has left."""
+    rng = random.Random(seed)
+    left = {name: t.num_rows for name, t in tables.items()}
+    pos = {name: 0 for name in tables}
+    order: list[tuple[str, pa.Table]] = []
+    while any(left.values()):
+        names = [n for n in tables if left[n]]
+        name = rng.choices(names, weights=[left[n] for n in names])[0]
+        k = min(left[name], rng.randint(1, 8))
+        order.append((name, tables[name].slice(pos[name], k)))
+        pos[name] += k
+        left[name] -= k
+    return order
+
+
+def feed_interleaved(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
+    """Insert the streams' rows in an interleaved arrival order, stepping after random-sized groups."""
+    order = interleave(tables, seed)
+    rng = random.Random(seed + 1)
+    i = 0
+    while i < len(order):
+        k = rng.randint(1, max_batch)
+        for name, part in order[i:i + k]:
+            rec.engine.insert(name, part)
+        rec.step()
+        i += k
+
+
+def apply_piece(engine, name: str, piece: pa.Table) -> None:
+    """Rows of a change log (an ``op`` column: 'u' upsert, 'd' delete, anything else: a stream row;
+    other bookkeeping columns start with 'seq') as runs of insert() and delete() calls."""
+    data_cols = [c for c in piece.column_names if c != "op" and not c.startswith("seq")]
+    if "op" not in piece.column_names:
+        engine.insert(name, piece.select(data_cols))
+        return
+    ops = piece.column("op").to_pylist()
+    start = 0
+    for i in range(1, len(ops) + 1):
+        if i == len(ops) or ops[i] != ops[start]:
+            part = piece.slice(start, i - start).select(data_cols)
+            (engine.delete if ops[start] == "d" else engine.insert)(name, part)
+            start = i
+
+
+def feed_mixed(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
+    """Streams and change logs of tables, interleaved, stepping after random-sized groups."""
+    order = interleave(tables, seed)
+    rng = random.Random(seed + 1)
+    i = 0
+    while i < len(order):
+        k = rng.randint(1, max_batch)
+        for name, part in order[i:i + k]:
+            apply_piece(rec.engine, name, part)
+        rec.step()
+        i += k
