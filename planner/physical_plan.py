@@ -231,7 +231,7 @@ def _unsupported(what: str, instead: str) -> UnsupportedPlan:
 
 
 def _required_columns(root: L.Node) -> dict[int, set[str]]:
-    """For each Scan, the columns the plan above it reads."""
+    """For each node (a Scan in particular), the columns the plan above it reads."""
     need: dict[int, set[str]] = {id(root): set(root.schema.names)}
     out: dict[int, set[str]] = {}
     for node in reversed(L.walk(root)):
@@ -241,7 +241,7 @@ def _required_columns(root: L.Node) -> dict[int, set[str]]:
             continue
         for i, child_req in zip(node.inputs, _child_needs(node, req)):
             need[id(i)] = need.get(id(i), set()) | child_req
-    return out
+    return {**need, **out}
 
 
 def _refs(e: exp.Expression) -> set[str]:

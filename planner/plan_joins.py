@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from . import logical as L
+from .expressions import col
 from .joins import Join
 from .physical import OP
 from .physical_joins import (
@@ -54,7 +55,8 @@ class JoinPlanning:
                 self.raw_sources[id(node.right)] = self.source(node.right)
             right = self.raw_sources[id(node.right)]
         else:
-            left, right = self.op_for(node.left), self.op_for(node.right)
+            needs = node.child_needs(self.required.get(id(node), set(node.schema.names)))
+            left, right = (self.op_for(_pruned(i, n)) for i, n in zip(node.inputs, needs))
         schemas = tuple(_without_op(self.ops[i].schema) for i in (left, right))
         j = JoinSql(node, len(self.ops), schemas)
         common = dict(kind=node.kind, schema=j.output_schema())
@@ -87,6 +89,15 @@ class JoinPlanning:
         sql = regular_join_sql(j, updating)
         return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
                         state_tables=sql["state_tables"], on_batch=sql["on_batch"])
+
+
+def _pruned(node: L.Node, needed: set[str]) -> L.Node:
+    """``node`` with only the columns a join needs, when it is a per-batch node that passes every input
+    column through (sources read only what the plan uses, so the rest would be missing)."""
+    if not isinstance(node, (L.Filter, L.WindowTVF)) or set(node.schema.names) <= needed:
+        return node
+    kept = [f for f in node.schema if f.name in needed]
+    return L.Project(node, tuple((f.name, col(f.name)) for f in kept), tuple(f.type for f in kept))
 
 
 def _without_op(schema: pa.Schema) -> pa.Schema:

@@ -113,7 +113,9 @@ class Job:
             if not active:
                 self._finish()
                 return True
-            for op_id, source in sorted(active, key=lambda item: item[1].watermark):
+            # Lowest watermark first; on a tie, tables (reference data) before streams.
+            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                                  not getattr(item[1], "is_table", False))):
                 before = source.rows_read
                 table = source.poll()
                 if table is None:

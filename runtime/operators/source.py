@@ -55,6 +55,11 @@ class SourceLogic:
         return self.spec.source.name
 
     @property
+    def is_table(self) -> bool:
+        """A table with a primary key: read before streams when their watermarks tie."""
+        return self.spec.source.kind == "table"
+
+    @property
     def watermark(self) -> int:
         if self.finished:
             return MAX_WATERMARK

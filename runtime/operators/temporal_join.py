@@ -31,7 +31,7 @@ from ...planner.sqlgen_join import SEQ
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 
-PRUNE_EVERY = 8  # watermarks between prunings of old versions
+PRUNE_EVERY = 4  # watermarks between prunings of old versions
 
 
 class TemporalJoinLogic(JoinLogic):
