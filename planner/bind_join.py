@@ -75,10 +75,7 @@ def bind_joins(first: exp.Expression, joins: list[exp.Join], where: exp.Where | 
         node = _join(node, right, right_names, kind, parts, j, Scope(tuple(c for s in scopes[: i + 1]
                                                                           for c in s.columns)), ctx)
     scope = Scope(tuple(ScopeColumn(c.qualifier, c.name, node.schema.find(c.field.name)) for c in full.columns))
-    rest = None
-    for c in pending:
-        rest = c if rest is None else exp.And(this=rest, expression=c)
-    return node, scope, rest
+    return node, scope, _and(pending)
 
 
 def _schema_of(rels, renames):
@@ -107,7 +104,7 @@ def _kind(j: exp.Join, ctx: BindContext) -> str:
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
     if isinstance(e, exp.And):
         return _conjuncts(e.this) + _conjuncts(e.expression)
-    if isinstance(e, exp.Paren):
+    if isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
         return _conjuncts(e.this)
     return [e]
 
@@ -189,10 +186,8 @@ def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, 
 
 
 def _and(parts: list[exp.Expression]) -> exp.Expression | None:
-    out = None
-    for p in parts:
-        out = p if out is None else exp.And(this=out, expression=p)
-    return out
+    """The conjunction of ``parts`` (each parenthesized where needed), or None."""
+    return exp.and_(*parts, copy=False) if parts else None
 
 
 # -- temporal and lookup joins (FOR SYSTEM_TIME AS OF) --------------------------------------
