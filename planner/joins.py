@@ -52,10 +52,11 @@ class TimeBounds:
         return max(self.upper, -self.lower, 0)
 
     def describe(self) -> str:
-        def offset(us: int) -> str:
-            return "" if us == 0 else f" {'+' if us > 0 else '-'} {duration(abs(us))}"
+        return f"{self.left_time}{_offset(self.lower)} <= {self.right_time} <= {self.left_time}{_offset(self.upper)}"
 
-        return f"{self.left_time}{offset(self.lower)} <= {self.right_time} <= {self.left_time}{offset(self.upper)}"
+
+def _offset(us: int) -> str:
+    return "" if us == 0 else f" {'+' if us > 0 else '-'} {duration(abs(us))}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,8 +187,8 @@ class Join(Node):
         late = f" + lateness {duration(self.lateness)}" if self.lateness else ""
         if self.strategy == "interval":
             b = self.bounds
-            return (f"left rows until watermark > {b.left_time} + {duration(b.upper)}{late}, "
-                    f"right rows until watermark > {b.right_time} - {duration(b.lower)}{late}")
+            return (f"left rows until watermark > {b.left_time}{_offset(b.upper)}{late}, "
+                    f"right rows until watermark > {b.right_time}{_offset(-b.lower)}{late}")
         if self.strategy == "window":
             return f"rows until their window closes{late}"
         if self.strategy == "temporal":

@@ -96,7 +96,7 @@ def _pruned(node: L.Node, needed: set[str]) -> L.Node:
     column through (sources read only what the plan uses, so the rest would be missing)."""
     if not isinstance(node, (L.Filter, L.WindowTVF)) or set(node.schema.names) <= needed:
         return node
-    kept = [f for f in node.schema if f.name in needed]
+    kept = [f for f in node.schema if f.name in needed or f.rowtime]  # the event time stays, for EXPLAIN
     return L.Project(node, tuple((f.name, col(f.name)) for f in kept), tuple(f.type for f in kept))
 
 
