@@ -23,8 +23,8 @@ CREATE STREAM b (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (connector = 'memory');
 """
 
-A = events(700, seed=11, keys=6, span_s=240, disorder_s=4)
-B = events(600, seed=12, keys=6, span_s=240, disorder_s=3)
+A = events(450, seed=11, keys=6, span_s=160, disorder_s=4)
+B = events(400, seed=12, keys=6, span_s=160, disorder_s=3)
 
 
 def on_time(table: pa.Table, bound_s: float) -> pa.Table:
@@ -51,14 +51,14 @@ def test_interval_join_matches_duckdb(kind, case):
     q = rec.query("j", f"""SELECT a.k, a.v, a.ts, b.v AS bv, b.ts AS bts FROM a {kind} JOIN b
                            ON a.k = b.k AND {ours}""")
     assert q.changelog == "append-only"
-    feed_interleaved(rec, {"a": A, "b": B}, seed=len(case) + len(kind), max_batch=6)
+    feed_interleaved(rec, {"a": A, "b": B}, seed=len(case) + len(kind), max_batch=8)
     rec.end()
     got = pa.concat_tables(rec.changes["j"])
     assert rec.ops("j") == {"+I"}
     want = duck(f"SELECT a.k, a.v, a.ts, b.v AS bv, b.ts AS bts FROM a {kind} JOIN b ON a.k = b.k AND {theirs}",
                 a=A_OK, b=B_OK)
     assert rows(got.drop_columns(["op"])) == rows(want)
-    assert want.num_rows > 100
+    assert want.num_rows > 60
 
 
 def test_results_do_not_depend_on_batching():

@@ -76,7 +76,7 @@ def test_upserts_and_deletes_become_a_valid_changelog():
                 assert b["op"] == "+U" and a != {**b, "op": "-U"}
 
 
-@pytest.mark.parametrize("max_batch", [10, 1000])
+@pytest.mark.parametrize("max_batch", [16, 1000])
 def test_aggregates_over_a_table_match_duckdb(max_batch):
     rec = Recorder(DDL)
     rec.query("agg", """SELECT grp, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, MIN(v) AS lo, MAX(v) AS hi,
