@@ -164,7 +164,11 @@ def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, 
             spec, cols, equi = window
             return Join(**common, strategy="window", equi=tuple(equi), residual=_and(rest), window=spec,
                         window_columns=cols)
-        bounds, rest2 = _time_bounds(left, right, rename, rest, ctx, j)
+        # ``l.ts = r.ts`` is both a key and a bound (of zero width).
+        times = [exp.EQ(this=a, expression=b) for a, b in equi if isinstance(a, exp.Column) and isinstance(
+            b, exp.Column) and left.schema.find(a.name).rowtime and right.schema.find(rename[b.name]).rowtime]
+        bounds, rest2 = _time_bounds(left, right, rename, rest + times, ctx, j)
+        rest2 = [c for c in rest2 if not any(c is t for t in times)]
         if bounds is not None:
             return Join(**common, strategy="interval", equi=tuple(equi), residual=_and(rest2), bounds=bounds)
     elif ctx.catalog.setting("join.stream_table") != "regular":

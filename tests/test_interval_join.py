@@ -122,3 +122,18 @@ def test_state_stays_bounded_on_a_long_stream():
     # plus one batch (5 s of events): about 12,000 + 19,000 rows. Without eviction: 400,000.
     assert peak < 40_000
     assert out >= n  # every left row comes out, matched or padded (once the last watermark passes)
+
+
+def test_equal_event_times_are_a_zero_width_interval():
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    sql = "SELECT a.v, b.v AS bv FROM a FULL JOIN b ON a.ts = b.ts AND a.k = b.k"
+    assert "IntervalJoin(FULL" in engine.explain(sql)
+    q = engine.query(sql)
+    t0 = dt.datetime(2024, 1, 1, 12)
+    engine.insert("a", [("x", 1, 0.0, t0), ("x", 2, 0.0, t0 + dt.timedelta(seconds=1))])
+    engine.insert("b", [("x", 3, 0.0, t0), ("y", 4, 0.0, t0 + dt.timedelta(seconds=1))])
+    engine.end_input()
+    engine.run_until_idle()
+    assert sorted(q.snapshot().to_pylist(), key=str) == sorted(
+        [{"v": 1, "bv": 3}, {"v": 2, "bv": None}, {"v": None, "bv": 4}], key=str)
