@@ -17,6 +17,23 @@ changelog mode and the state it keeps (see docs/joins.md)::
 The output columns are the left input's, then the right input's renamed
 where they clash (``right_names``). Conditions are sqlglot trees over the
 output names.
+
+Example:
+    >>> from dsms.planner import Catalog, plan_query
+    >>> from dsms.planner.ddl import bind_create_source
+    >>> from dsms.grammar import parse_statement
+    >>> catalog = Catalog()
+    >>> for name in ("imp", "clk"):
+    ...     catalog.add(bind_create_source(parse_statement(f"CREATE STREAM {name} (id BIGINT, ts TIMESTAMP(3), "
+    ...         "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory')")))
+    >>> p = plan_query("SELECT imp.id, clk.ts FROM imp LEFT JOIN clk ON imp.id = clk.id "
+    ...                "AND clk.ts BETWEEN imp.ts AND imp.ts + INTERVAL '1' MINUTE", catalog)
+    >>> join = p.optimized.input
+    >>> join.strategy, join.kind, join.bounds.describe(), p.changelog
+    ('interval', 'left', 'ts <= ts0 <= ts + 1min', 'append-only')
+    >>> p = plan_query("SELECT imp.id, clk.ts FROM imp LEFT JOIN clk ON imp.id = clk.id", catalog)
+    >>> p.optimized.input.strategy, p.changelog, len(p.warnings)
+    ('regular', 'updating', 1)
 """
 
 from __future__ import annotations
