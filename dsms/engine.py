@@ -149,6 +149,9 @@ class Engine:
                 and len(rows[0]) == len(source.primary_key):
             columns = list(source.primary_key)  # tuples of key values
         table = to_table(rows, data_schema(log), columns)
+        if source.watermark is not None and table.column(source.watermark.column).null_count:
+            raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
+                            "the table has a WATERMARK, so each change says from when it holds")
         log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
 

@@ -108,6 +108,8 @@ def test_events_wait_for_the_table_watermark():
     engine.insert("rates", [("GBP", 1, _ts(30_000_000))])
     engine.run_until_idle()
     assert q.poll().num_rows == 0  # order 2 (20 s) found the delete: no match
+    with pytest.raises(dsms.DsmsError, match="needs its time in 'ts'"):
+        engine.delete("rates", [("EUR",)])
 
 
 def test_versions_are_pruned_by_the_watermark():
