@@ -64,6 +64,7 @@ def bind_joins(first: exp.Expression, joins: list[exp.Join], where: exp.Where | 
         on = j.args.get("on")
         if on is not None:
             bound = bind_scalar(on, prefix, ctx.source, clause="ON")
+            require_boolean(bound, _schema_of(rels[: i + 2], renames[: i + 2]), on, ctx)
             parts = _conjuncts(bound)
         kind = kinds[i]
         if kind == "inner" and all(k in ("inner", "left") for k in kinds[i + 1:]):

@@ -31,6 +31,8 @@ CASES = [
      "  AND c.ts < b.ts/*a*/", "can never hold", None),
     ("SELECT * FROM bid JOIN /*a*/plain ON bid.auction = plain.auction/*a*/", "grows without bound", "interval join"),
     ("SELECT * FROM bid JOIN plain ON bid.auction = /*a*/plain.auctionn/*a*/", "unknown column", "auction"),
+    ("SELECT * FROM bid JOIN plain ON /*a*/bid.auction + plain.auction/*a*/", "must be BOOLEAN", None),
+    ("SELECT * FROM bid JOIN plain ON bid.auction = /*a*/COUNT(plain.auction)/*a*/", "not allowed in ON", None),
 ]
 
 
