@@ -23,7 +23,7 @@ from .bind_from import bind_relation
 from .expressions import Scope, ScopeColumn, bind_scalar
 from .joins import Join, TimeBounds
 from .timeutil import interval_micros, parse_duration
-from .types import unique_name
+from .types import Schema, unique_name
 
 _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
 
@@ -79,9 +79,8 @@ def bind_joins(first: exp.Expression, joins: list[exp.Join], where: exp.Where | 
     return node, scope, _and(pending)
 
 
-def _schema_of(rels, renames):
-    from .types import Schema
-
+def _schema_of(rels, renames) -> Schema:
+    """The columns of the relations side by side, under their output names."""
     return Schema(tuple(f.renamed(n) for (node, _), names in zip(rels, renames)
                         for f, n in zip(node.schema, names)))
 
