@@ -19,11 +19,11 @@ from sqlglot import exp
 
 from . import logical as L
 from .bind_context import BindContext, require_boolean
-from .bind_from import bind_relation
-from .expressions import Scope, ScopeColumn, bind_scalar
+from .bind_from import bind_relation, common_type
+from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 from .joins import Join, TimeBounds
 from .timeutil import interval_micros, parse_duration
-from .types import Schema, unique_name
+from .types import Schema, sql_name, unique_name
 
 _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
 
@@ -144,10 +144,15 @@ def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, 
             return "r"
         return None
 
+    both = Schema(tuple(left.schema) + tuple(f.renamed(n) for f, n in zip(right.schema, right_names)))
     equi, rest = [], []
     for c in parts:
         if isinstance(c, exp.EQ) and {side(c.this), side(c.expression)} == {"l", "r"}:
             a, b = (c.this, c.expression) if side(c.this) == "l" else (c.expression, c.this)
+            ta, tb = infer_type(a, both, ctx.source), infer_type(b, both, ctx.source)
+            if common_type(ta, tb) is None and ta != tb:
+                raise ctx.error(f"cannot join {sql_name(ta)} with {sql_name(tb)}", j,
+                                help="CAST one side to the other's type")
             equi.append((a, b))
         else:
             rest.append(c)

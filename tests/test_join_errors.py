@@ -32,6 +32,8 @@ CASES = [
     ("SELECT * FROM bid JOIN /*a*/plain ON bid.auction = plain.auction/*a*/", "grows without bound", "interval join"),
     ("SELECT * FROM bid JOIN plain ON bid.auction = /*a*/plain.auctionn/*a*/", "unknown column", "auction"),
     ("SELECT * FROM bid JOIN plain ON /*a*/bid.auction + plain.auction/*a*/", "must be BOOLEAN", None),
+    ("SELECT * FROM bid JOIN /*a*/dim ON bid.ts = dim.name/*a*/", "cannot join TIMESTAMP(3) with VARCHAR",
+     "CAST one side"),
     ("SELECT * FROM bid JOIN plain ON bid.auction = /*a*/COUNT(plain.auction)/*a*/", "not allowed in ON", None),
 ]
 
