@@ -139,7 +139,8 @@ class _Planner(JoinPlanning):
                                                  for n, e in computed] + ([col(OP)] if src.kind == "table" else [])
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
         lateness = parse_duration(src.options["allowed_lateness"]) if "allowed_lateness" in src.options else 0
-        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+            (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness)
