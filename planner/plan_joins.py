@@ -30,6 +30,19 @@ from .sqlgen_normalize import normalize_sql
 class JoinPlanning:
     """Methods of the physical planner for joins; mixed into ``physical_plan._Planner``."""
 
+    def pruned(self, node: L.Node, needed: set[str]) -> L.Node:
+        """``node`` narrowed to the columns a join needs (see ``_pruned``), made once per node and need.
+
+        The planner caches operators by node identity, so a node made here is kept alive with the
+        planner: a discarded one's id could be reused by the next, which would then find its operator.
+        """
+        if not hasattr(self, "_pruned_nodes"):
+            self._pruned_nodes: dict[tuple[int, frozenset], tuple[L.Node, L.Node]] = {}
+        key = (id(node), frozenset(needed))
+        if key not in self._pruned_nodes:
+            self._pruned_nodes[key] = (node, _pruned(node, needed))  # the original is kept alive too
+        return self._pruned_nodes[key][1]
+
     @property
     def raw_sources(self) -> dict[int, int]:
         """Sources of versioned tables read by temporal joins without normalization, by Scan node."""
@@ -56,7 +69,7 @@ class JoinPlanning:
             right = self.raw_sources[id(node.right)]
         else:
             needs = node.child_needs(self.required.get(id(node), set(node.schema.names)))
-            left, right = (self.op_for(_pruned(i, n)) for i, n in zip(node.inputs, needs))
+            left, right = (self.op_for(self.pruned(i, n)) for i, n in zip(node.inputs, needs))
         schemas = tuple(_without_op(self.ops[i].schema) for i in (left, right))
         j = JoinSql(node, len(self.ops), schemas)
         common = dict(kind=node.kind, schema=j.output_schema())

@@ -79,3 +79,18 @@ def test_window_join_needs_the_same_windows():
         engine.query("""SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '10' SECOND)) AS l
           JOIN TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '5' SECOND)) AS r
           ON l.window_start = r.window_start AND l.window_end = r.window_end""")
+
+
+def test_each_side_is_planned_from_its_own_input():
+    """Regression: narrowed join inputs made while planning must stay distinct operators (a discarded
+    node's id, reused by the next one, once made a join read the same input on both sides)."""
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    sql = """SELECT l.k, r.v FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '10' SECOND)) l
+      LEFT JOIN TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND)) r
+      ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k"""
+    for _ in range(150):
+        plan = engine.plan(sql).physical
+        join = next(op for op in plan.ops if "WindowJoin" in op.label)
+        sources = [plan.op(plan.op(i).inputs[0]).label for i in join.inputs]
+        assert sources == ["Source(a, memory)", "Source(b, memory)"]
