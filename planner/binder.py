@@ -29,6 +29,7 @@ from . import logical as L
 from .bind_aggregate import Unnamed, bind_aggregation, has_aggregate
 from .bind_context import BindContext, require_boolean
 from .bind_from import bind_relation, bind_values, common_type
+from .bind_join import bind_joins
 from .catalog import Catalog
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .types import Schema, sql_name, to_sql_type, unique_name
@@ -107,21 +108,22 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     with_ = select.args.get("with_")
     if with_ is not None:
         _bind_ctes(with_, ctx)
-    if select.args.get("joins"):
-        raise ctx.error("JOIN is not supported yet", select.args["joins"][0])
     for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
         if select.args.get(clause) is not None:
             raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
     from_ = select.args.get("from_")
+    where = select.args.get("where")
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
+    elif select.args.get("joins"):
+        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
+        node, where = (L.Filter(node, rest) if rest is not None else node), None
     else:
         node, scope = bind_relation(from_.this, ctx)
 
-    where = select.args.get("where")
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)

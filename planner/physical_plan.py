@@ -32,6 +32,7 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
+from .plan_joins import JoinPlanning
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema, sum_type
@@ -43,7 +44,7 @@ def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
 
 
-class _Planner:
+class _Planner(JoinPlanning):
     def __init__(self, root: L.Node):
         self.root = root
         self.ops: list[OpSpec] = []
@@ -100,6 +101,8 @@ class _Planner:
     plan_Filter = plan_Project = plan_WindowTVF = plan_per_batch
 
     def plan_Scan(self, node: L.Scan) -> int:
+        if node.source.kind == "table":
+            return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)
 
     def plan_Values(self, node: L.Values) -> int:
@@ -117,7 +120,7 @@ class _Planner:
 
     def source(self, node: L.Scan) -> int:
         src = node.source
-        needed = self.required.get(id(node), set(node.schema.names))
+        needed = self.required.get(id(node), set(node.schema.names)) | set(src.primary_key)
         computed = [(n, e) for n, e in src.computed if n in needed]
         wm = src.watermark
         if wm is not None:
@@ -133,10 +136,11 @@ class _Planner:
         if computed:
             physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
             items = [col(c) for c in columns] + [exp.alias_(S.typed(e, physical_schema), n, quoted=True)
-                                                 for n, e in computed]
+                                                 for n, e in computed] + ([col(OP)] if src.kind == "table" else [])
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
         lateness = parse_duration(src.options["allowed_lateness"]) if "allowed_lateness" in src.options else 0
-        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+            (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness)
@@ -228,7 +232,7 @@ def _unsupported(what: str, instead: str) -> UnsupportedPlan:
 
 
 def _required_columns(root: L.Node) -> dict[int, set[str]]:
-    """For each Scan, the columns the plan above it reads."""
+    """For each node (a Scan in particular), the columns the plan above it reads."""
     need: dict[int, set[str]] = {id(root): set(root.schema.names)}
     out: dict[int, set[str]] = {}
     for node in reversed(L.walk(root)):
@@ -238,7 +242,7 @@ def _required_columns(root: L.Node) -> dict[int, set[str]]:
             continue
         for i, child_req in zip(node.inputs, _child_needs(node, req)):
             need[id(i)] = need.get(id(i), set()) | child_req
-    return out
+    return {**need, **out}
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -246,6 +250,8 @@ def _refs(e: exp.Expression) -> set[str]:
 
 
 def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
+        return node.child_needs(req)
     if isinstance(node, L.Filter):
         return [req | _refs(node.condition)]
     if isinstance(node, L.Project):

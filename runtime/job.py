@@ -24,12 +24,14 @@ from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
 from .operators.group_agg import GroupAggLogic
+from .operators.registry_joins import JOIN_LOGICS
 from .operators.source import SourceLogic
 from .operators.window_agg import WindowAggLogic
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
-_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic}
+_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
+           **JOIN_LOGICS}
 
 
 class Output(Protocol):
@@ -111,7 +113,9 @@ class Job:
             if not active:
                 self._finish()
                 return True
-            for op_id, source in sorted(active, key=lambda item: item[1].watermark):
+            # Lowest watermark first; on a tie, tables (reference data) before streams.
+            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                                  not getattr(item[1], "is_table", False))):
                 before = source.rows_read
                 table = source.poll()
                 if table is None:
@@ -160,11 +164,11 @@ class Job:
                 continue
             ports = self.in_wm[child]
             ports[port] = watermark
-            low = min(ports)
+            logic = self.logics[child]
+            low = logic.input_watermark(ports)
             if low <= self.combined[child]:
                 continue
             self.combined[child] = low
-            logic = self.logics[child]
             for out in logic.on_watermark(low):
                 if out.num_rows:
                     self._push(child, out)

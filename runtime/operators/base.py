@@ -39,6 +39,10 @@ class Logic:
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         return []
 
+    def input_watermark(self, ports: list[int]) -> int:
+        """The watermark of this operator's input, from its ports' (by default their minimum)."""
+        return min(ports)
+
     def output_watermark(self, watermark: int) -> int:
         """The watermark this operator forwards once its input watermark is ``watermark``."""
         return watermark
