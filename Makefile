@@ -25,6 +25,7 @@ test: setup
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/windows.py
+	$(BIN)/python benchmarks/joins.py
 
 clean:
 	rm -rf $(VENV) examples/*/out benchmarks/data .pytest_cache

@@ -40,6 +40,7 @@ from .bind_cql import (
 )
 from .bind_emit import bind_emit_clause, resolve_emit
 from .bind_from import bind_relation, bind_values, common_type
+from .bind_join import bind_joins
 from .bind_over import bind_over, check_ranks, has_over, merge_rank_filter
 from .catalog import Catalog
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
@@ -124,26 +125,27 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     with_ = select.args.get("with_")
     if with_ is not None:
         _bind_ctes(with_, ctx)
-    if select.args.get("joins"):
-        raise ctx.error("JOIN is not supported yet", select.args["joins"][0])
     for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
         if select.args.get(clause) is not None:
             raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
     from_ = select.args.get("from_")
+    where = select.args.get("where")
     cql, slide = cql_window_of(select), None
     if cql is not None and cql.args["kind"] == "ROWS":
         return ctx.bind_set(rewrite_rows_window(select, cql, ctx), ctx)
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
+    elif select.args.get("joins"):
+        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
+        node, where = (L.Filter(node, rest) if rest is not None else node), None
     elif cql is not None:
         node, scope, slide = bind_cql_window(cql, ctx)
     else:
         node, scope = bind_relation(from_.this, ctx)
 
-    where = select.args.get("where")
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)

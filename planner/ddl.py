@@ -109,12 +109,16 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
                                   help="declare it as a TABLE to read it as an updating relation"))
     if kind == "table" and not key:
         kind = "stream"  # As in Flink: a table without a key is an append-only stream.
+    if key:
+        # As in Flink, primary key columns are NOT NULL.
+        fields = [Field(f.name, f.type, False, f.rowtime) if f.name in key else f for f in fields]
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
-    if kind == "table":
-        raise SqlError(Diagnostic("tables with a PRIMARY KEY (updating relations) are not supported yet",
-                                  stmt.span, src, help="declare an append-only STREAM"))
+    if kind == "stream" and options.get("format", "").lower() == "debezium-json":
+        raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
+                                  "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text)

@@ -39,6 +39,7 @@ from .physical import (
 )
 from .physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .physical_window import is_proctime_call, over_fields, session_fields, time_kinds, topn_fields
+from .plan_joins import JoinPlanning
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
@@ -51,7 +52,7 @@ def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
 
 
-class _Planner:
+class _Planner(JoinPlanning):
     def __init__(self, root: L.Node):
         self.root = root
         self.ops: list[OpSpec] = []
@@ -118,6 +119,8 @@ class _Planner:
         return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
+        if node.source.kind == "table":
+            return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)
 
     def plan_Values(self, node: L.Values) -> int:
@@ -174,7 +177,7 @@ class _Planner:
     def source(self, node: L.Scan | LateScan) -> int:
         src = node.source
         late_only = isinstance(node, LateScan)
-        needed = self.required.get(id(node), set(node.schema.names))
+        needed = self.required.get(id(node), set(node.schema.names)) | set(src.primary_key)
         proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
         computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
         wm = src.watermark
@@ -195,14 +198,16 @@ class _Planner:
         if computed:
             physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
             items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
-                [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed]
+                [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
+                ([col(OP)] if src.kind == "table" else [])
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
         if late_only and wm is None:
             raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
         kind = "Late" if late_only else "Source"
-        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+            (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
@@ -329,7 +334,7 @@ def _required_columns(root: L.Node) -> dict[int, set[str]]:
         out[id(node)] = out.get(id(node), set()) | req
         for i, child_req in zip(node.inputs, _child_needs(node, req)):
             need[id(i)] = need.get(id(i), set()) | child_req
-    return out
+    return {**need, **out}
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -337,6 +342,8 @@ def _refs(e: exp.Expression) -> set[str]:
 
 
 def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
+        return node.child_needs(req)
     if isinstance(node, L.Filter):
         return [req | _refs(node.condition)]
     if isinstance(node, L.Project):

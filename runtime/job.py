@@ -27,6 +27,7 @@ from .operators.calc import CalcLogic, UnionLogic
 from .operators.cql import SnapshotDiffLogic
 from .operators.group_agg import GroupAggLogic
 from .operators.over import OverAggLogic
+from .operators.registry_joins import JOIN_LOGICS
 from .operators.session import SessionLogic
 from .operators.source import SourceLogic
 from .operators.topn import TopNLogic
@@ -37,7 +38,7 @@ OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
-           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic}
+           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, **JOIN_LOGICS}
 
 
 class Output(Protocol):
@@ -123,7 +124,9 @@ class Job:
                 self._finish()
                 return True
             ticked = self._tick()
-            for op_id, source in sorted(active, key=lambda item: item[1].watermark):
+            # Lowest watermark first; on a tie, tables (reference data) before streams.
+            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                                  not getattr(item[1], "is_table", False))):
                 before = source.rows_read
                 table = source.poll()
                 if source.rows_read != before and self.source_idle.get(op_id):
@@ -195,16 +198,16 @@ class Job:
             self._combine(child)
 
     def _combine(self, op_id: int) -> None:
-        """Move an operator to the minimum watermark of its inputs that are not idle."""
+        """Move an operator to its input watermark (by default the minimum), leaving idle inputs out."""
         idle = self.idle_ports[op_id]
-        active = [wm for port, wm in enumerate(self.in_wm[op_id]) if port not in idle]
-        if not active:
-            return  # every input idle: the operator waits too
-        low = min(active)
+        logic = self.logics[op_id]
+        ports = [MAX_WATERMARK if port in idle else wm for port, wm in enumerate(self.in_wm[op_id])]
+        low = logic.input_watermark(ports)
+        if low >= MAX_WATERMARK and idle:
+            return  # what it waits for is idle, not finished: the operator waits too
         if low <= self.combined[op_id]:
             return
         self.combined[op_id] = low
-        logic = self.logics[op_id]
         for out in logic.on_watermark(low):
             if out.num_rows:
                 self._push(op_id, out)

@@ -46,6 +46,11 @@ class ReadRequest:
     schema: pa.Schema  # the physical columns to read, in order, with their declared types
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL
     batch_rows: int = 65536
+    # 'append': plain rows. 'upsert' and 'debezium' (a table with a primary key): each batch also has
+    # an ``__op`` column (int8, as runtime/changelog.py) saying what each row does to its key:
+    # 'upsert' gives 0 (+I: the row is now the key's row) and 3 (-D: the key is deleted);
+    # 'debezium' gives +I (c, r), -U and +U (u: before and after), -D (d: before).
+    changelog: str = "append"
 
 
 class SourceReader(Protocol):

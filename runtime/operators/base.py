@@ -43,6 +43,10 @@ class Logic:
         """Processing time has moved to ``now_us`` (called on every turn of the job): timers fire here."""
         return []
 
+    def input_watermark(self, ports: list[int]) -> int:
+        """The watermark of this operator's input, from its ports' (by default their minimum)."""
+        return min(ports)
+
     def output_watermark(self, watermark: int) -> int:
         """The watermark this operator forwards once its input watermark is ``watermark``."""
         return watermark

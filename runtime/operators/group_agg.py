@@ -49,4 +49,4 @@ class GroupAggLogic(Logic):
 
     @property
     def state_rows(self) -> int:
-        return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchone()[0]
+        return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchall()[0][0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical import SourceOp
+from ...planner.physical import OP, SourceOp
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env
@@ -64,6 +64,11 @@ class SourceLogic:
         return self.spec.source.name
 
     @property
+    def is_table(self) -> bool:
+        """A table with a primary key: read before streams when their watermarks tie."""
+        return self.spec.source.kind == "table"
+
+    @property
     def watermark(self) -> int:
         if self.finished:
             return MAX_WATERMARK
@@ -98,6 +103,13 @@ class SourceLogic:
         if column.null_count:
             raise SourceError("the event-time column is NULL", source=self.name, column=self.spec.time_column)
         ts = int64_values(column)
+        retracting = None
+        if OP in table.column_names:
+            # A table's retractions (-U, -D) carry the time of the row they remove: they are never
+            # late and do not advance the watermark.
+            ops = int64_values(table.column(OP).cast(pa.int64()))
+            retracting = (ops == 1) | (ops == 3)
+            ts = np.where(retracting, MIN_WATERMARK, ts)
         running = np.maximum.accumulate(ts)
         before = np.empty_like(running)
         before[0] = self.max_ts.value
@@ -105,6 +117,8 @@ class SourceLogic:
         threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
                                self.floor.value - self.spec.lateness_us)
         late = ts < threshold
+        if retracting is not None:
+            late &= ~retracting
         self.max_ts.value = max(self.max_ts.value, int(running[-1]))
         if self.spec.late_only:  # LATE(s): the late events are the stream
             return table.filter(pa.array(late))
