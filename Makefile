@@ -24,6 +24,7 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/windows.py
 	$(BIN)/python benchmarks/joins.py
 
 clean:

@@ -15,7 +15,7 @@ from ..grammar.diagnostics import did_you_mean
 from .catalog import MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
 from .expressions import Scope, bind_scalar, infer_type
 from .timeutil import interval_micros, node_span, parse_duration
-from .types import Field, Schema, parse_type
+from .types import TIMESTAMP, Field, Schema, parse_type
 
 # What each connector accepts: option -> allowed values (None: any value).
 SOURCE_OPTIONS = {
@@ -80,6 +80,11 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     for c in stmt.computed:
         if any(f.name.lower() == c.name.value.lower() for f in fields):
             raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
+        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
+            # A processing-time attribute: filled with the time each event arrives.
+            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
+            computed.append((c.name.value, c.expr))
+            continue
         base = Schema(tuple(fields[: len(physical)]))
         bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
         fields.append(Field(c.name.value, infer_type(bound, base, src)))
