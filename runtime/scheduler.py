@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..planner.catalog import SourceDef
 from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
-from .connectors.base import ReadRequest, SourceError, SourceReader
+from .connectors.base import ReaderWrapper, ReadRequest, SourceError, SourceReader
 from .duck import Duck
 from .job import Job, Output
 from .memory import MemoryLog
@@ -106,26 +106,14 @@ class Scheduler:
         return steps
 
 
-class _Select:
+class _Select(ReaderWrapper):
     """A reader that keeps only some columns of another reader's batches."""
 
     def __init__(self, reader, columns: list[str]):
-        self.reader, self.columns = reader, columns
+        super().__init__(reader)
+        self.columns = columns
 
     def read(self):
-        table = self.reader.read()
+        table = self.inner.read()
         return table if table is None else table.select(self.columns)
 
-    @property
-    def position(self) -> dict:
-        return self.reader.position
-
-    def seek(self, position: dict) -> None:
-        self.reader.seek(position)
-
-    @property
-    def skipped(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        self.reader.close()

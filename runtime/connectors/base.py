@@ -91,3 +91,27 @@ class SinkWriter(Protocol):
         """Drop what was written after ``position`` (restore after a crash)."""
 
     def close(self) -> None: ...
+
+
+class ReaderWrapper:
+    """A reader that changes the batches of another and delegates the rest to it."""
+
+    def __init__(self, inner: SourceReader):
+        self.inner = inner
+
+    def read(self) -> pa.Table | None:
+        return self.inner.read()
+
+    @property
+    def position(self) -> dict:
+        return self.inner.position
+
+    def seek(self, position: dict) -> None:
+        self.inner.seek(position)
+
+    @property
+    def skipped(self) -> int:
+        return self.inner.skipped
+
+    def close(self) -> None:
+        self.inner.close()

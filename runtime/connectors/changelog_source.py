@@ -34,7 +34,7 @@ import pyarrow.json as pj
 
 from ...planner.physical import OP
 from ..changelog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from .base import ReadRequest
+from .base import ReaderWrapper, ReadRequest
 from .convert import conform_table
 from .json_source import _BLOCK, _MODES, JsonCodec, _Pairs, _plain, _show
 from .salvage import BadInput
@@ -55,11 +55,8 @@ def upsert_request(req: ReadRequest, fmt: str) -> ReadRequest:
                        req.not_null, req.batch_rows)
 
 
-class UpsertReader:
+class UpsertReader(ReaderWrapper):
     """Rows as upserts by key (op 0); JSON lines marked ``"__deleted": true`` as deletes (op 3)."""
-
-    def __init__(self, inner):
-        self.inner = inner
 
     def read(self) -> pa.Table | None:
         table = self.inner.read()
@@ -71,19 +68,6 @@ class UpsertReader:
             return table.drop_columns([DELETED]).append_column(OP, ops)
         return table.append_column(OP, pa.array(np.full(table.num_rows, INSERT, np.int8)))
 
-    @property
-    def position(self) -> dict:
-        return self.inner.position
-
-    def seek(self, position: dict) -> None:
-        self.inner.seek(position)
-
-    @property
-    def skipped(self) -> int:
-        return self.inner.skipped
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 # -- debezium -------------------------------------------------------------------------------
@@ -232,11 +216,12 @@ def _op_codes(ops: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.take(pa.array(list(_OPS.values()), pa.int8()), index)
 
 
-class DebeziumReader:
+class DebeziumReader(ReaderWrapper):
     """Expands the flat envelope rows of a line reader into changelog rows (before images first)."""
 
     def __init__(self, inner, schema: pa.Schema):
-        self.inner, self.schema = inner, schema
+        super().__init__(inner)
+        self.schema = schema
 
     def read(self) -> pa.Table | None:
         flat = self.inner.read()
@@ -261,16 +246,3 @@ class DebeziumReader:
         order = np.argsort(np.concatenate([take_before * 2, take_after * 2 + 1]), kind="stable")
         return table.take(pa.array(order))
 
-    @property
-    def position(self) -> dict:
-        return self.inner.position
-
-    def seek(self, position: dict) -> None:
-        self.inner.seek(position)
-
-    @property
-    def skipped(self) -> int:
-        return self.inner.skipped
-
-    def close(self) -> None:
-        self.inner.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical import BATCH
 from ...planner.physical_joins import ChangelogNormalizeOp
 from ...planner.sqlgen_normalize import SEQ
 from ..duck import conform
@@ -27,20 +26,14 @@ from .base import Env, Logic
 class ChangelogNormalizeLogic(Logic):
     def __init__(self, spec: ChangelogNormalizeOp, env: Env):
         self.spec = spec
-        self.con = env.duck.con
+        self.duck, self.con = env.duck, env.duck.con
         for stmt in spec.setup:
             self.con.execute(stmt)
         self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
-        self.con.register(BATCH, batch)
-        try:
-            for stmt in self.spec.per_batch[:-1]:
-                self.con.execute(stmt)
-            out = self.con.sql(self.spec.per_batch[-1]).to_arrow_table()
-        finally:
-            self.con.unregister(BATCH)
+        out = self.duck.run_all(self.spec.per_batch, batch)
         return [conform(out, self.spec.schema)] if out.num_rows else []
 
     @property

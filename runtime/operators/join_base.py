@@ -5,7 +5,6 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical import BATCH
 from ..duck import conform
 from .base import MAX_WATERMARK, Env, Logic
 
@@ -15,7 +14,7 @@ class JoinLogic(Logic):
 
     def __init__(self, spec, env: Env):
         self.spec = spec
-        self.con = env.duck.con
+        self.duck, self.con = env.duck, env.duck.con
         for stmt in spec.setup:
             self.con.execute(stmt)
         self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
@@ -23,30 +22,14 @@ class JoinLogic(Logic):
     def run(self, statements: tuple[str, ...], batch: pa.Table | None = None, params: list | None = None
             ) -> list[pa.Table]:
         """Run ``statements`` in order (the batch visible as ``__input``); the last one's rows are output."""
-        if not statements:
-            return []
-        if batch is not None:
-            self.con.register(BATCH, batch)
-        try:
-            for stmt in statements[:-1]:
-                self.execute(stmt, params)
-            out = self.con.sql(statements[-1], params=params).to_arrow_table() if params else \
-                self.con.sql(statements[-1]).to_arrow_table()
-        finally:
-            if batch is not None:
-                self.con.unregister(BATCH)
+        out = self.duck.run_all(statements, batch, params)
         if out is None or out.num_rows == 0:
             return []
         return [conform(out, self.spec.schema)]
 
     def apply(self, statements: tuple[str, ...], batch: pa.Table) -> None:
         """Run ``statements`` (which return nothing) with the batch visible as ``__input``."""
-        self.con.register(BATCH, batch)
-        try:
-            for stmt in statements:
-                self.con.execute(stmt)
-        finally:
-            self.con.unregister(BATCH)
+        self.duck.execute_all(statements, batch)
 
     def execute(self, statement: str, params: list | None = None) -> None:
         # Fetch the row count a statement with parameters returns, or the connection stays busy.

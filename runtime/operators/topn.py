@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical import BATCH, OP
+from ...planner.physical import OP
 from ...planner.physical_stream import TopNOp
 from ...planner.sqlgen_topn import RANK, SEQ
 from ..duck import conform
@@ -84,17 +84,10 @@ class TopNLogic(Logic):
         return self._diff(changed)
 
     def _global(self, batch: pa.Table) -> list[pa.Table]:
-        self.con.register(BATCH, batch)
-        try:
-            for stmt in self.spec.sql.per_batch:
-                self.con.execute(stmt)
-        finally:
-            self.con.unregister(BATCH)
+        self.duck.execute_all(self.spec.sql.per_batch, batch)
         op_id = self.spec.id
         if self.emitted is None:
-            for stmt in self.spec.sql.multiset_diff[:-1]:
-                self.con.execute(stmt)
-            out = self.con.sql(self.spec.sql.multiset_diff[-1]).to_arrow_table()
+            out = self.duck.run_all(self.spec.sql.multiset_diff)
             return [conform(out, self.spec.schema)] if out.num_rows else []
         top = self.con.sql(f"SELECT * FROM __top_{op_id}").to_arrow_table()
         scope = self.con.sql(f"SELECT * FROM __touched_{op_id}").to_arrow_table()
