@@ -2,7 +2,7 @@
 part of it to change, and say what to write instead."""
 
 import pytest
-from test_errors import tagged
+from spans import assert_error_at
 
 import dsms
 
@@ -43,11 +43,4 @@ def test_join_error_points_at_the_span(sql, message, help_):
     engine = dsms.Engine()
     engine.execute(DDL)
     engine.execute("SET 'strict' = 'true'")
-    clean, line, col = tagged(sql)
-    with pytest.raises(dsms.SqlError) as info:
-        engine.execute(clean)
-    err = info.value
-    assert message in err.message
-    assert (err.line, err.column) == (line, col), str(err)
-    if help_:
-        assert help_ in str(err)
+    assert_error_at(engine, sql, message, help_)
