@@ -26,6 +26,8 @@ test: setup
 # make bench also runs the Flink comparison once its venv exists (make bench-flink creates it).
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/windows.py
+	$(BIN)/python benchmarks/joins.py
 	@if [ -f $(FLINK_VENV)/.installed ]; then $(BIN)/python benchmarks/flink/bench.py; \
 	else echo "(Flink not set up: make bench-flink creates $(FLINK_VENV) and compares with Flink SQL)"; fi
 

@@ -152,7 +152,12 @@ def one_latency(rate: int, seconds: float, ads: int = 1000) -> dict:
 
 
 def child(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True)
+    return child_of(__file__, args)
+
+
+def child_of(script: str, args: list[str], options: list[str] = ()) -> dict:
+    """Run one measurement in a fresh process (``script --child args``); its last line is JSON."""
+    out = subprocess.run([sys.executable, script, *options, "--child", *args], capture_output=True, text=True)
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise SystemExit(f"benchmark child {args} failed")

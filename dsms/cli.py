@@ -68,6 +68,8 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
     printers = []
     for stmt in parse_script(text):
         result = engine.execute_statement(stmt, base_dir)
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         if result.query is not None:
             printers.append(_Printer(result.query, out, title=stmt.text.strip().split("\n")[0]))
         elif result.table is not None:

@@ -51,11 +51,12 @@ from .planner.logical import UPDATING
 from .planner.types import sql_name
 from .query import QueryHandle, Result
 from .runtime.convert import to_table
+from .runtime.memory import data_schema, keyed_changes
 from .runtime.output import CollectOutput, SinkOutput
 from .runtime.scheduler import Scheduler
 
 _SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
-                   "strict": ("true", "false")}
+                   "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
 
 
 class Engine:
@@ -108,11 +109,50 @@ class Engine:
         return self.plan(sql).explain()
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
-        """Append rows to a memory stream; running queries see them on their next step."""
+        """Append rows to a memory stream, or upsert them into a memory table by its primary key.
+
+        Running queries see them on their next step. A row whose key a
+        table already holds replaces that row (an update).
+        """
         source = self._memory_source(name)
         log = self.scheduler.memory_log(source)
-        table = to_table(rows, log.schema, columns)
-        log.append(table)
+        table = to_table(rows, data_schema(log), columns)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        return table.num_rows
+
+    def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
+        """Delete rows of a memory table by its primary key.
+
+        ``rows`` are given like ``insert``'s, or as tuples of key values;
+        only the key columns matter (and, for a table with a WATERMARK, the
+        time column: the time the row stops being valid). Deleting a key
+        the table does not hold does nothing.
+
+        Example:
+            >>> import dsms
+            >>> engine = dsms.Engine()
+            >>> _ = engine.execute("CREATE TABLE t (id INT, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED) "
+            ...                    "WITH (connector = 'memory')")
+            >>> q = engine.query("SELECT * FROM t")
+            >>> _ = engine.insert("t", [(1, "a"), (2, "b")]); _ = engine.insert("t", [(1, "c")])
+            >>> _ = engine.delete("t", [{"id": 2}])
+            >>> engine.run_until_idle()
+            >>> q.snapshot().to_pylist()
+            [{'id': 1, 'v': 'c'}]
+        """
+        source = self._memory_source(name)
+        if source.kind != "table":
+            raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
+                            "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
+        log = self.scheduler.memory_log(source)
+        if columns is None and isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], (list, tuple)) \
+                and len(rows[0]) == len(source.primary_key):
+            columns = list(source.primary_key)  # tuples of key values
+        table = to_table(rows, data_schema(log), columns)
+        if source.watermark is not None and table.column(source.watermark.column).null_count:
+            raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
+                            "the table has a WATERMARK, so each change says from when it holds")
+        log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -167,9 +207,10 @@ class Engine:
         else:
             output = CollectOutput(schema, updating)
         job = self.scheduler.start(sink.name, planned.physical, output)
-        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog) \
+        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog,
+                                                      planned.warnings) \
             if isinstance(output, CollectOutput) else None
-        return Result("ok", f"Created sink {sink.name}")
+        return Result("ok", f"Created sink {sink.name}", warnings=planned.warnings)
 
     def _do_CreateMaterializedView(self, stmt: CreateMaterializedView, base: str) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
@@ -177,23 +218,24 @@ class Engine:
         self.catalog.add(mv, name=stmt.name, source=stmt.source)
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING, keep_changes=False)
         job = self.scheduler.start(mv.name, planned.physical, output)
-        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog)
-        return Result("ok", f"Created materialized view {mv.name}")
+        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog, planned.warnings)
+        return Result("ok", f"Created materialized view {mv.name}", warnings=planned.warnings)
 
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         name = f"query-{next(self._ids)}"
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING)
         job = self.scheduler.start(name, planned.physical, output)
-        handle = QueryHandle(self, name, job, output, planned.changelog)
+        handle = QueryHandle(self, name, job, output, planned.changelog, planned.warnings)
         self.queries[name] = handle
-        return Result("query", query=handle)
+        return Result("query", query=handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
-        columns = [c.value for c in stmt.columns] or [f.name for f in log.schema]
-        query = _cast_values(stmt.query, [log.schema.field(_column_index(log.schema, c, stmt)).type for c in columns])
+        schema = data_schema(log)
+        columns = [c.value for c in stmt.columns] or [f.name for f in schema]
+        query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
         planned = plan_query(query, self.catalog, stmt.source)
         from .runtime.job import Job
 
@@ -204,8 +246,8 @@ class Engine:
         if rows.num_columns != len(columns):
             raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                       f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
-        table = to_table(rows.rename_columns(columns), log.schema)
-        log.append(table)
+        table = to_table(rows.rename_columns(columns), schema)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
@@ -317,7 +359,7 @@ class Engine:
             span = stmt.target.span if isinstance(stmt, Insert) else None
             self.catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
         if obj.connector != "memory":
-            raise DsmsError(f"cannot insert into '{obj.name}': only streams with connector = 'memory' take inserts "
+            raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take inserts "
                             f"(it reads {obj.connector})")
         return obj
 

@@ -36,12 +36,14 @@ class QueryHandle:
         [2, 4]
     """
 
-    def __init__(self, engine: "Engine", name: str, job: "Job", output: "CollectOutput", changelog: str):
+    def __init__(self, engine: "Engine", name: str, job: "Job", output: "CollectOutput", changelog: str,
+                 warnings: tuple[str, ...] = ()):
         self.engine = engine
         self.name = name
         self.job = job
         self.output = output
         self.changelog = changelog
+        self.warnings = warnings  # what the planner warned about (e.g. unbounded join state)
 
     @property
     def schema(self) -> pa.Schema:
@@ -97,6 +99,7 @@ class Result:
     message: str | None = None
     table: pa.Table | None = None
     query: QueryHandle | None = None
+    warnings: tuple[str, ...] = ()  # e.g. a join whose state grows without bound
 
     def __str__(self) -> str:
         if self.message is not None:

@@ -10,6 +10,8 @@ It extends sqlglot's default dialect with what streaming SQL adds:
   ``GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE)``;
 - ``INTERVAL 'n' UNIT`` with plural units (``SECONDS``, ``MINUTES`` ...);
 - ``FOR SYSTEM_TIME AS OF`` (already parsed by sqlglot as ``exp.Version``);
+- ``EMIT ...`` / ``ALLOWED LATENESS ...``, CQL windows ``s [RANGE ...]`` and
+  ``ISTREAM/DSTREAM/RSTREAM(query)`` (see :mod:`stream_syntax`);
 - backquoted identifiers, as in Flink.
 
 Example:
@@ -29,6 +31,19 @@ from sqlglot.tokens import TokenType
 
 from .diagnostics import Diagnostic, Span, SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
+from .stream_syntax import (
+    R2S_KINDS,
+    CqlWindow,
+    EmitClause,
+    RelationToStream,
+    at_cql_window,
+    at_stream_clause,
+    parse_cql_window,
+    parse_relation_to_stream,
+    parse_stream_clauses,
+    sql_cql_window,
+    sql_emit,
+)
 
 WINDOW_KINDS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
 
@@ -96,7 +111,23 @@ class Dsms(Dialect):
             **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP
             **{kind: (lambda self, k=kind: self._parse_window_function(k)) for kind in WINDOW_KINDS},
             "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
+            **{kind: (lambda self, k=kind: parse_relation_to_stream(self, k)) for kind in R2S_KINDS},
         }
+
+        def _parse_query_modifiers(self, this):
+            this = super()._parse_query_modifiers(this)
+            if isinstance(this, exp.Query) and at_stream_clause(self):
+                parse_stream_clauses(self, this)
+            return this
+
+        def _parse_table_alias(self, alias_tokens=None):
+            # "FROM s EMIT CHANGES": EMIT starts a clause, it is not an alias of s.
+            return None if at_stream_clause(self) else super()._parse_table_alias(alias_tokens)
+
+        def _parse_bracket(self, this=None):
+            if isinstance(this, exp.Table) and at_cql_window(self):
+                return parse_cql_window(self, this)
+            return super()._parse_bracket(this)
 
         def _parse_descriptor_body(self) -> Descriptor:
             col = self._parse_column()
@@ -195,6 +226,9 @@ class Dsms(Dialect):
                 ),
             ),
             GroupWindow: lambda self, e: f"{e.args['kind']}({self.expressions(e, flat=True)})",
+            EmitClause: sql_emit,
+            CqlWindow: sql_cql_window,
+            RelationToStream: lambda self, e: f"{e.args['kind']}({self.sql(e, 'this')})",
         }
 
 

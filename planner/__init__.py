@@ -45,8 +45,15 @@ class PlannedQuery:
     def changelog(self) -> str:
         return self.optimized.changelog
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know about the plan (e.g. a join whose state grows without bound)."""
+        found = [n.warning for n in logical.walk(self.optimized) if getattr(n, "warning", None)]
+        return tuple(dict.fromkeys(found))
+
     def explain(self) -> str:
-        return explain_physical(self.physical)
+        text = explain_physical(self.physical)
+        return "\n".join([f"warning: {w}" for w in self.warnings] + [text])
 
 
 def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) -> PlannedQuery:

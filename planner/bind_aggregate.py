@@ -37,8 +37,8 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
     if windows:
         gw = windows[0]
         group_items = [g for g in group_items if g is not gw]
-        node, scope = _apply_group_window(node, scope, gw, ctx)
-        group_items = [exp.column("window_start"), exp.column("window_end")] + group_items
+        node, scope = _apply_group_window(node, scope, gw, group_items, ctx)
+        group_items = [exp.column(c) for c in L.WINDOW_COLUMNS] + group_items
         items = [_replace_window_helpers(i, gw, ctx) for i in items]
         having = _replace_window_helpers(having, gw, ctx) if having is not None else None
 
@@ -98,11 +98,14 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
         arg_type = infer_type(arg, node.schema, ctx.source) if arg is not None else None
         calls.append(L.AggCall(func, arg_name, distinct, name, _agg_type(func, arg_type, a, ctx)))
 
+    if not pre:  # COUNT(*) alone: the rows still need a column to be counted by
+        pre.append((unique_name("__unit", taken), exp.Literal.number(1)))
     pre_types = tuple(infer_type(e, node.schema, ctx.source) for _, e in pre)
     pre_node = L.Project(node, tuple(pre), pre_types)
     if pre_node.is_identity():
         pre_node = node
     agg = as_window_aggregate(L.Aggregate(pre_node, tuple(key_names), tuple(calls)))
+    _check_session_keys(agg, group or having, ctx)
 
     # Rewrite SELECT and HAVING over the aggregate's output.
     key_map = list(zip(keys_bound, key_names))
@@ -207,12 +210,34 @@ def _agg_type(func: str, arg_type: pa.DataType | None, node: exp.Expression, ctx
     return arg_type
 
 
-def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, ctx: BindContext) -> tuple[L.Node, Scope]:
+def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, others: list[exp.Expression],
+                        ctx: BindContext) -> tuple[L.Node, Scope]:
     kind = gw.args["kind"]
     args = gw.expressions
     if not args or not isinstance(args[0], exp.Column):
         raise ctx.error(f"{kind}(time column, ...) needs a time column first", gw)
-    return window_over(node, scope, kind, args[0], list(args[1:]), [], gw, ctx)
+    partition: list[exp.Expression] = []
+    if kind == "SESSION":
+        # GROUP BY SESSION(ts, gap), k: sessions are kept per k (the other group keys).
+        for g in others:
+            if not isinstance(g, exp.Column):
+                raise ctx.error("with a SESSION group window, the other GROUP BY items must be columns "
+                                "(sessions are kept per value of them)", g,
+                                help="compute the key in a subquery and group by its name")
+            partition.append(g)
+    return window_over(node, scope, kind, args[0], list(args[1:]), partition, gw, ctx)
+
+
+def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext) -> None:
+    """As in Flink, a session window's PARTITION BY keys must be grouped by."""
+    w = agg
+    while isinstance(w, L.Project):
+        w = w.input
+    if isinstance(w, L.WindowAggregate) and w.window.kind == "SESSION":
+        missing = [k for k in w.window.partition_by if k not in w.keys]
+        if missing:
+            raise ctx.error(f"the SESSION window is partitioned by {', '.join(missing)}, which must also be in "
+                            "GROUP BY", at, help=f"add {', '.join(missing)} to GROUP BY")
 
 
 def _replace_window_helpers(tree: exp.Expression, gw: GroupWindow, ctx: BindContext) -> exp.Expression:

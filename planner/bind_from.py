@@ -12,6 +12,7 @@ from . import logical as L
 from .bind_context import BindContext
 from .catalog import MaterializedViewDef, SourceDef, ViewDef
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
+from .logical_late import LateScan
 from .timeutil import interval_micros, node_span
 from .types import Field, Schema, is_numeric
 
@@ -28,6 +29,9 @@ def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]
         if isinstance(inner, GroupWindow):
             node, scope = bind_window_tvf(tvf_from_function(inner, ctx), ctx)
             return node, scope.requalify(alias) if alias else scope
+        if isinstance(inner, exp.Anonymous) and inner.name.upper() == "LATE":
+            node = bind_late(inner, ctx)
+            return node, Scope.of(node.schema, alias or "late")
         if isinstance(inner, exp.Func):
             raise ctx.error(f"unknown table function '{inner.sql_name() if not isinstance(inner, exp.Anonymous) else inner.name}'",
                             inner, help="window functions are TUMBLE, HOP, SESSION and CUMULATE")
@@ -45,6 +49,19 @@ def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]
         node = bind_values(rel, ctx, names)
         return node, Scope.of(node.schema, alias)
     raise ctx.error(f"{type(rel).__name__} is not supported in FROM", rel)
+
+
+def bind_late(call: exp.Anonymous, ctx: BindContext) -> LateScan:
+    """``LATE(s)``: the events source ``s`` drops as late, as a stream."""
+    args = call.expressions
+    if len(args) != 1 or not isinstance(args[0], exp.Column) or args[0].table:
+        raise ctx.error("LATE takes the name of a stream: LATE(clicks)", call)
+    name = Name(args[0].name, node_span(args[0]) or Span(0, 0))
+    obj = ctx.catalog.require(name, ctx.source, kinds=("stream", "table"))
+    if obj.watermark is None:
+        raise ctx.error(f"'{obj.name}' has no WATERMARK, so none of its events is late", call,
+                        help="declare WATERMARK FOR <time column> AS ... in the source")
+    return LateScan(obj)
 
 
 def bind_named(name: Name, ctx: BindContext) -> L.Node:
@@ -88,9 +105,10 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
                  partition_by: list[exp.Expression], at: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
     """Put a window TVF of ``kind`` over ``node``; the scope gains the window columns."""
     time_col = scope.resolve(desc, ctx.source).field
-    if not time_col.rowtime:
-        raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute", desc,
-                        help="declare it with WATERMARK FOR in the source, or use a window's window_time")
+    if not (time_col.rowtime or time_col.proctime):
+        raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute (nor a processing-time one)", desc,
+                        help="declare it with WATERMARK FOR in the source (event time) or as PROCTIME() "
+                             "(processing time), or use a window's window_time")
     names = _TVF_PARAMS[kind]
     allowed = len(names) + (0 if kind == "SESSION" else 1)
     if not len(names) <= len(params) <= allowed:
@@ -110,12 +128,10 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
     partition = tuple(scope.resolve(c, ctx.source).field.name for c in partition_by)
     if partition and kind != "SESSION":
         raise ctx.error("PARTITION BY is only allowed for SESSION windows", at)
-    if kind == "SESSION":
-        raise ctx.error("SESSION windows are not supported yet", at)
     spec = L.WindowSpec(kind=kind, time_col=time_col.name, size=values.get("size", 0), slide=values.get("slide", 0),
                         step=values.get("step", 0), gap=values.get("gap", 0), offset=values.get("offset", 0),
                         partition_by=partition)
-    out = L.WindowTVF(node, spec)
+    out = L.WindowTVF(node, spec, proctime=time_col.proctime)
     # The input's columns keep their qualifiers; the window columns are unqualified.
     cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]
     cols += [ScopeColumn(None, n, out.schema.find(n)) for n in L.WINDOW_COLUMNS]

@@ -25,10 +25,23 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Query
+from ..grammar.stream_syntax import RelationToStream
 from . import logical as L
 from .bind_aggregate import Unnamed, bind_aggregation, has_aggregate
 from .bind_context import BindContext, require_boolean
+from .bind_cql import (
+    HIDDEN,
+    as_relation,
+    bind_cql_window,
+    bind_relation_to_stream,
+    cql_window_of,
+    rewrite_rows_window,
+    with_instant,
+)
+from .bind_emit import bind_emit_clause, resolve_emit
 from .bind_from import bind_relation, bind_values, common_type
+from .bind_join import bind_joins
+from .bind_over import bind_over, check_ranks, has_over, merge_rank_filter
 from .catalog import Catalog
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .types import Schema, sql_name, to_sql_type, unique_name
@@ -37,7 +50,10 @@ from .types import Schema, sql_name, to_sql_type, unique_name
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
     tree = query.tree if isinstance(query, Query) else query
-    return bind_set(tree, BindContext(catalog, source, bind_set=bind_set))
+    ctx = BindContext(catalog, source, bind_set=bind_set)
+    node = bind_set(tree, ctx)
+    check_ranks(node, ctx)
+    return resolve_emit(node, catalog.settings)
 
 
 # -- set operations ------------------------------------------------------------
@@ -51,6 +67,8 @@ def bind_set(tree: exp.Expression, ctx: BindContext) -> L.Node:
         return _bind_union(tree, ctx)
     if isinstance(tree, exp.Values):
         return bind_values(tree, ctx)
+    if isinstance(tree, RelationToStream):
+        return bind_relation_to_stream(tree, ctx)
     if isinstance(tree, (exp.Intersect, exp.Except)):
         raise ctx.error(f"{type(tree).__name__.upper()} is not supported; use a join", tree)
     raise ctx.error(f"expected a query, found {type(tree).__name__}", tree)
@@ -107,30 +125,46 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     with_ = select.args.get("with_")
     if with_ is not None:
         _bind_ctes(with_, ctx)
-    if select.args.get("joins"):
-        raise ctx.error("JOIN is not supported yet", select.args["joins"][0])
     for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
         if select.args.get(clause) is not None:
             raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
     from_ = select.args.get("from_")
+    where = select.args.get("where")
+    cql, slide = cql_window_of(select), None
+    if cql is not None and cql.args["kind"] == "ROWS":
+        return ctx.bind_set(rewrite_rows_window(select, cql, ctx), ctx)
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
+    elif select.args.get("joins"):
+        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
+        node, where = (L.Filter(node, rest) if rest is not None else node), None
+    elif cql is not None:
+        node, scope, slide = bind_cql_window(cql, ctx)
     else:
         node, scope = bind_relation(from_.this, ctx)
 
-    where = select.args.get("where")
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)
-        node = L.Filter(node, cond)
+        node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
 
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
     having = select.args.get("having")
+    if has_over(items):
+        if group is not None or having is not None:
+            raise ctx.error("OVER together with GROUP BY is not supported", group or having,
+                            help="aggregate in a subquery, then compute the OVER expressions over its result")
+        node, scope, items = bind_over(node, scope, items, select, ctx)
     aggregated = group is not None or having is not None or any(has_aggregate(i) for i in items)
+    if cql is not None and cql.args["kind"] == "NOW" and aggregated:
+        raise ctx.error("aggregates over a [NOW] window are not supported", cql,
+                        help="use [RANGE size SLIDE size] for per-instant aggregates")
+    if slide is not None:
+        items, group = with_instant(items, group, aggregated)
     if aggregated:
         node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
         if having_cond is not None:
@@ -141,7 +175,8 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     if select.args.get("distinct") is not None:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
-    return node
+    node = bind_emit_clause(node, select.args.get("emit"), ctx)
+    return as_relation(node, slide) if slide is not None else node
 
 
 
@@ -149,7 +184,7 @@ def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: BindContext) -
     out: list[exp.Expression] = []
     for item in items:
         if isinstance(item, exp.Star):
-            out.extend(_scope_columns(scope.columns))
+            out.extend(_scope_columns([c for c in scope.columns if c.qualifier != HIDDEN]))
         elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
             qual = item.table.lower()
             cols = [c for c in scope.columns if c.qualifier == qual]

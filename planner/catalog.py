@@ -22,6 +22,7 @@ DEFAULT_SETTINGS = {
     "engine": "auto",  # auto | runtime | duckdb | spark
     "emit": "final",  # final (on window close) | changes
     "strict": "false",  # refuse plans whose state grows without bound
+    "join.stream_table": "lookup",  # a stream joined to a table: lookup (append-only) | regular (updating)
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
 }

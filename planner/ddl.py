@@ -15,7 +15,7 @@ from ..grammar.diagnostics import did_you_mean
 from .catalog import MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
 from .expressions import Scope, bind_scalar, infer_type
 from .timeutil import interval_micros, node_span, parse_duration
-from .types import Field, Schema, parse_type
+from .types import TIMESTAMP, Field, Schema, parse_type
 
 # What each connector accepts: option -> allowed values (None: any value).
 SOURCE_OPTIONS = {
@@ -80,6 +80,11 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     for c in stmt.computed:
         if any(f.name.lower() == c.name.value.lower() for f in fields):
             raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
+        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
+            # A processing-time attribute: filled with the time each event arrives.
+            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
+            computed.append((c.name.value, c.expr))
+            continue
         base = Schema(tuple(fields[: len(physical)]))
         bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
         fields.append(Field(c.name.value, infer_type(bound, base, src)))
@@ -104,12 +109,16 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
                                   help="declare it as a TABLE to read it as an updating relation"))
     if kind == "table" and not key:
         kind = "stream"  # As in Flink: a table without a key is an append-only stream.
+    if key:
+        # As in Flink, primary key columns are NOT NULL.
+        fields = [Field(f.name, f.type, False, f.rowtime) if f.name in key else f for f in fields]
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
-    if kind == "table":
-        raise SqlError(Diagnostic("tables with a PRIMARY KEY (updating relations) are not supported yet",
-                                  stmt.span, src, help="declare an append-only STREAM"))
+    if kind == "stream" and options.get("format", "").lower() == "debezium-json":
+        raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
+                                  "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text)

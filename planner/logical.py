@@ -110,6 +110,35 @@ class WindowSpec:
 
 
 @dataclass(frozen=True)
+class EmitPolicy:
+    """When a window aggregate emits (see docs/emission.md).
+
+    ``mode``: ``final`` (each window once, when the watermark passes its
+    end) or ``changes`` (early, on every micro-batch that changes a window,
+    or every ``every_us`` of processing time). ``lateness_us``: how long a
+    window stays open after it fires; late events within it emit
+    corrections. Anything but the default makes the result updating.
+    """
+
+    mode: str = "final"
+    every_us: int = 0
+    lateness_us: int = 0
+    explicit: bool = False  # the query said EMIT ... (SET 'emit' does not override it)
+
+    @property
+    def updating(self) -> bool:
+        return self.mode != "final" or self.lateness_us > 0
+
+    def describe(self) -> str:
+        parts = []
+        if self.mode == "changes":
+            parts.append("emit changes" + (f" every {format_duration(self.every_us)}" if self.every_us else ""))
+        if self.lateness_us:
+            parts.append(f"lateness {format_duration(self.lateness_us)}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
 class AggCall:
     """One aggregate: ``func(arg)`` over an input field, named ``name``."""
 
@@ -145,6 +174,7 @@ class Node:
 @dataclass(frozen=True, eq=False)
 class Scan(Node):
     source: SourceDef
+    lateness_us: int = 0  # a query's ALLOWED LATENESS: accept events this far behind (beyond the source's own)
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -225,9 +255,10 @@ class Project(Node):
         return f"Project({', '.join(parts)})"
 
 
-def window_fields() -> tuple[Field, ...]:
+def window_fields(proctime: bool = False) -> tuple[Field, ...]:
+    """The window columns; window_time is the result's time attribute (processing time for proctime windows)."""
     return (Field("window_start", TIMESTAMP, False), Field("window_end", TIMESTAMP, False),
-            Field("window_time", TIMESTAMP, False, rowtime=True))
+            Field("window_time", TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,13 +271,14 @@ class WindowTVF(Node):
 
     input: Node
     window: WindowSpec
+    proctime: bool = False  # windows on a processing-time attribute
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
-        fields = tuple(f.plain() if f.rowtime else f for f in self.input.schema)
-        _derive(self, schema=Schema(fields + window_fields()), changelog=self.input.changelog,
+        fields = tuple(f.plain() if f.rowtime or f.proctime else f for f in self.input.schema)
+        _derive(self, schema=Schema(fields + window_fields(self.proctime)), changelog=self.input.changelog,
                 watermark=self.input.watermark)
 
     @property
@@ -268,6 +300,7 @@ class WindowAggregate(Node):
     window: WindowSpec
     keys: tuple[str, ...]
     aggs: tuple[AggCall, ...]
+    emit: EmitPolicy = EmitPolicy()
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -275,8 +308,9 @@ class WindowAggregate(Node):
     def __post_init__(self):
         key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
         agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
-        _derive(self, schema=Schema(window_fields() + key_fields + agg_fields), changelog=APPEND,
-                watermark=self.input.watermark)
+        proctime = self.input.schema.find(self.window.time_col).proctime
+        _derive(self, schema=Schema(window_fields(proctime) + key_fields + agg_fields),
+                changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
 
     @property
     def inputs(self):
@@ -284,7 +318,8 @@ class WindowAggregate(Node):
 
     def label(self) -> str:
         keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
-        return f"WindowAggregate({self.window.describe()}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}])"
+        emit = f", {self.emit.describe()}" if self.emit.describe() else ""
+        return f"WindowAggregate({self.window.describe()}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,6 +41,10 @@ class SourceOp(OpSpec):
     time_column: str | None = None
     delay_us: int = 0
     lateness_us: int = 0
+    proctime_column: str | None = None  # filled with the processing time at arrival
+    clock_watermark: bool = False  # the plan runs on processing time: the watermark is the clock
+    idle_timeout_us: int = 0  # after this long without data the source is idle (ignored by the minimum)
+    late_only: bool = False  # LATE(s): emit the late events instead of the on-time ones
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,13 @@ class GroupAggOp(OpSpec):
 
 @dataclass(frozen=True)
 class UnionOp(OpSpec):
-    """Concatenate inputs; the watermark is the minimum over them."""
+    """Concatenate inputs; the watermark is the minimum over them.
+
+    ``input_columns``: per input, the names of its columns that make the
+    union's columns (inputs may carry more, or name them differently).
+    """
+
+    input_columns: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)

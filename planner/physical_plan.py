@@ -18,7 +18,12 @@ from sqlglot import exp
 from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
+from .bind_emit import source_lateness_us
 from .expressions import col
+from .logical_cql import SnapshotDiff, StreamOf
+from .logical_late import LateScan
+from .logical_over import OverAggregate
+from .logical_rank import TopN
 from .physical import (
     OP,
     PANE,
@@ -32,6 +37,10 @@ from .physical import (
     ValuesOp,
     WindowAggOp,
 )
+from .physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+from .physical_window import is_proctime_call, over_fields, session_fields, time_kinds, topn_fields
+from .plan_joins import JoinPlanning
+from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema, sum_type
@@ -43,7 +52,7 @@ def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
 
 
-class _Planner:
+class _Planner(JoinPlanning):
     def __init__(self, root: L.Node):
         self.root = root
         self.ops: list[OpSpec] = []
@@ -53,6 +62,11 @@ class _Planner:
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = _required_columns(root)
+        times = time_kinds(root)
+        if len(times) > 1:  # one watermark drives a job
+            raise _unsupported("a query that uses both processing time and event time",
+                               "use one kind of time attribute for its windows")
+        self.processing_time = times == {"processing"}
 
     def build(self) -> PhysicalPlan:
         out = self.op_for(self.root)
@@ -72,7 +86,7 @@ class _Planner:
         chain: list[L.Node] = []
         cur = node
         while isinstance(cur, _PER_BATCH) and (cur is node or self.consumers.get(id(cur), 0) <= 1) \
-                and id(cur) not in self.done:
+                and id(cur) not in self.done and not _is_session(cur):
             chain.append(cur)
             cur = cur.inputs[0]
         return chain[::-1], cur
@@ -97,9 +111,16 @@ class _Planner:
         label = " -> ".join(n.label() for n in chain)
         return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
 
-    plan_Filter = plan_Project = plan_WindowTVF = plan_per_batch
+    plan_Filter = plan_Project = plan_per_batch
+
+    def plan_WindowTVF(self, node: L.WindowTVF) -> int:
+        if _is_session(node):
+            return self.session(node)
+        return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
+        if node.source.kind == "table":
+            return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)
 
     def plan_Values(self, node: L.Values) -> int:
@@ -111,14 +132,54 @@ class _Planner:
     def plan_Aggregate(self, node: L.Aggregate) -> int:
         return self.group_aggregate(node)
 
+    def plan_OverAggregate(self, node) -> int:
+        chain, base = self.fused_input(node)
+        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
+        return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def plan_TopN(self, node) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)  # first: the operator's id (which names its tables) is the next one
+        input_sql = S.render(S.chain_sql(chain)) if chain else None
+        fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), input_sql)
+        return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+    def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)
+        return self.add(SnapshotDiffOp, node, (base_id,), _fused_label(node, chain), instant=node.instant,
+                        slide_us=node.slide_us, kind=node.kind, columns=tuple(node.schema.names),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None)
+
+    def plan_StreamOf(self, node: StreamOf) -> int:
+        ops = (0, 2) if node.kind == "insert" else (1, 3)
+        sql = exp.select(*[col(f.name) for f in node.schema]).from_(S.batch_table()).where(
+            exp.column(OP, quoted=True).isin(*[exp.Literal.number(o) for o in ops]))
+        return self.add(CalcOp, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
+
+    def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
+        """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
+        chain, base = self.chain_below(node.input)
+        return chain, (base if chain else node.input)
+
     def plan_Union(self, node: L.Union) -> int:
         inputs = tuple(self.op_for(i) for i in node.inputs)
-        return self.add(UnionOp, node, inputs, node.label())
-
-    def source(self, node: L.Scan) -> int:
-        src = node.source
         needed = self.required.get(id(node), set(node.schema.names))
-        computed = [(n, e) for n, e in src.computed if n in needed]
+        keep = [i for i, f in enumerate(node.schema) if f.name in needed]
+        schema = pa.schema([node.schema.to_arrow().field(i) for i in keep])
+        columns = tuple(tuple(n.schema.fields[i].name for i in keep) for n in node.inputs)
+        return self.add(UnionOp, node, inputs, node.label(), schema=schema, input_columns=columns)
+
+    def plan_LateScan(self, node: LateScan) -> int:
+        return self.source(node)
+
+    def source(self, node: L.Scan | LateScan) -> int:
+        src = node.source
+        late_only = isinstance(node, LateScan)
+        needed = self.required.get(id(node), set(node.schema.names)) | set(src.primary_key)
+        proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
+        computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
         wm = src.watermark
         if wm is not None:
             needed = needed | {wm.column}
@@ -126,20 +187,32 @@ class _Planner:
                 computed = [(n, e) for n, e in src.computed if n in needed]
         for _, e in computed:
             needed = needed | {c.name for c in e.find_all(exp.Column)}
-        columns = tuple(n for n in src.physical if n in needed)
+        columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
         fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
         schema = Schema(tuple(fields))
         computed_sql = None
+        if proctime is not None:
+            fields = [f for f in node.schema if f.name in columns or f.name == proctime
+                      or any(f.name == n for n, _ in computed)]
+            schema = Schema(tuple(fields))
         if computed:
             physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
-            items = [col(c) for c in columns] + [exp.alias_(S.typed(e, physical_schema), n, quoted=True)
-                                                 for n, e in computed]
+            items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
+                [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
+                ([col(OP)] if src.kind == "table" else [])
             computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
-        lateness = parse_duration(src.options["allowed_lateness"]) if "allowed_lateness" in src.options else 0
-        label = f"Source({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + ")"
+        if late_only and wm is None:
+            raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
+        lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
+        idle = src.options.get("idle_timeout")
+        kind = "Late" if late_only else "Source"
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+            (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
-                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness)
+                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
+                        clock_watermark=self.processing_time and not late_only,
+                        idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only)
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -164,10 +237,25 @@ class _Planner:
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
 
+    def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        needed = self.required.get(id(node), set(node.schema.names))
+        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed)
+        schema = None
+        if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
+            kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)
+            schema = pa.schema([f for f in node.schema.to_arrow() if f.name in kept])
+        return self.add(SessionOp, node, (base_id,), _fused_label(node, chain), schema=schema, **fields)
+
     def window_aggregate(self, node: L.WindowAggregate) -> int:
         if node.input.changelog == L.UPDATING:
             raise _unsupported("a window aggregate over an updating input",
                                "window aggregates need an append-only input (a stream)")
+        if node.window.kind == "SESSION":
+            return self.session(node)
         chain, base = self.chain_below(node.input)
         if not chain:
             base = node.input
@@ -206,8 +294,18 @@ class _Planner:
             [d for d in distinct if d not in node.keys]))])
         partial = exp.select(*items).from_(S.subquery(inner))
         partial.set("group", group)
-        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), window=w, keys=node.keys, aggs=tuple(aggs),
-                        partial_sql=S.render(partial), distinct_columns=tuple(d for d in distinct if d not in node.keys))
+        fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
+                      distinct_columns=tuple(d for d in distinct if d not in node.keys))
+        if node.emit.updating:
+            identity = ("window_start", "window_end", *node.keys)
+            sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))
+            return self.add(WindowEmitOp, node, (base_id,), _fused_label(node, chain), emit=node.emit,
+                            emit_sql=sql, **fields)
+        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+
+def _is_session(node: L.Node) -> bool:
+    return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
@@ -228,17 +326,15 @@ def _unsupported(what: str, instead: str) -> UnsupportedPlan:
 
 
 def _required_columns(root: L.Node) -> dict[int, set[str]]:
-    """For each Scan, the columns the plan above it reads."""
+    """For each node, the columns of its output that the plan above it reads."""
     need: dict[int, set[str]] = {id(root): set(root.schema.names)}
     out: dict[int, set[str]] = {}
     for node in reversed(L.walk(root)):
         req = need.get(id(node), set())
-        if isinstance(node, L.Scan):
-            out[id(node)] = out.get(id(node), set()) | req
-            continue
+        out[id(node)] = out.get(id(node), set()) | req
         for i, child_req in zip(node.inputs, _child_needs(node, req)):
             need[id(i)] = need.get(id(i), set()) | child_req
-    return out
+    return {**need, **out}
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -246,6 +342,8 @@ def _refs(e: exp.Expression) -> set[str]:
 
 
 def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
+        return node.child_needs(req)
     if isinstance(node, L.Filter):
         return [req | _refs(node.condition)]
     if isinstance(node, L.Project):
@@ -255,6 +353,16 @@ def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
         return [used]
     if isinstance(node, L.WindowTVF):
         return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, LateScan):
+        return []
+    if isinstance(node, SnapshotDiff):
+        return [set(node.input.schema.names)]
+    if isinstance(node, TopN):
+        keep = set(node.partition_by) | {c for c, _ in node.order_by}
+        return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]
+    if isinstance(node, OverAggregate):
+        return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
+                {a.arg for a in node.aggs if a.arg}]
     if isinstance(node, (L.WindowAggregate, L.Aggregate)):
         cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
         if isinstance(node, L.WindowAggregate):

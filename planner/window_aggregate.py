@@ -71,8 +71,9 @@ def as_window_aggregate(node: L.Node) -> L.Node:
     if not {"window_start", "window_end"} <= set(window_keys.values()):
         return node
 
-    # Rebuild the chain over the TVF's input without window columns, carrying the time column up.
-    time_col = tvf.window.time_col
+    # Rebuild the chain over the TVF's input without window columns, carrying the time column
+    # (and a session's partition columns) up.
+    carry = [tvf.window.time_col, *tvf.window.partition_by]
     rebuilt: L.Node = tvf.input
     wnames = {n: n for n in L.WINDOW_COLUMNS}
     for n in bottom_up:
@@ -82,15 +83,17 @@ def as_window_aggregate(node: L.Node) -> L.Node:
         kept = [(name, e, t) for (name, e), t in zip(n.exprs, n.types)
                 if not (isinstance(e, exp.Column) and e.name in wnames)]
         wnames = {out: 0 for out, e in n.exprs if isinstance(e, exp.Column) and e.name in wnames}
-        carried = next((name for name, e, _ in kept if isinstance(e, exp.Column) and e.name == time_col), None)
-        if carried is None:
-            carried = unique_name(time_col, [name for name, _, _ in kept] + list(wnames))
-            kept.append((carried, col(time_col), rebuilt.schema.find(time_col).type))
-        time_col = carried
+        for i, c in enumerate(carry):
+            carried = next((name for name, e, _ in kept if isinstance(e, exp.Column) and e.name == c), None)
+            if carried is None:
+                carried = unique_name(c, [name for name, _, _ in kept] + list(wnames))
+                kept.append((carried, col(c), rebuilt.schema.find(c).type))
+            carry[i] = carried
         rebuilt = L.Project(rebuilt, tuple((name, e) for name, e, _ in kept), tuple(t for _, _, t in kept))
 
     keys = tuple(k for k in node.keys if k not in window_keys)
-    agg = L.WindowAggregate(rebuilt, replace(tvf.window, time_col=time_col), keys, node.aggs)
+    window = replace(tvf.window, time_col=carry[0], partition_by=tuple(carry[1:]))
+    agg = L.WindowAggregate(rebuilt, window, keys, node.aggs)
 
     # Rename back to exactly the columns the Aggregate produced.
     out = [(f.name, col(window_keys.get(f.name, f.name))) for f in node.schema]

@@ -26,6 +26,35 @@ class Duck:
         finally:
             self.con.unregister(BATCH)
 
+    def execute_all(self, statements, table: pa.Table | None = None, params: list | None = None) -> None:
+        """Run ``statements`` in order, with ``table`` visible as ``__input``."""
+        self.run_all(statements, table, params, result=False)
+
+    def run_all(self, statements, table: pa.Table | None = None, params: list | None = None,
+                result: bool = True) -> pa.Table | None:
+        """Run ``statements`` in order with ``table`` visible as ``__input``; the last one's rows.
+
+        Operators whose state lives in DuckDB tables update it with a few
+        statements per batch and read their output with the last.
+        """
+        if not statements:
+            return None
+        if table is not None:
+            self.con.register(BATCH, table)
+        try:
+            body = statements[:-1] if result else statements
+            for stmt in body:
+                # Fetch what a statement with parameters returns, or the connection stays busy.
+                self.con.execute(stmt, params).fetchall() if params else self.con.execute(stmt)
+            self.calls += len(statements)
+            if not result:
+                return None
+            last = statements[-1]
+            return (self.con.sql(last, params=params) if params else self.con.sql(last)).to_arrow_table()
+        finally:
+            if table is not None:
+                self.con.unregister(BATCH)
+
     def query(self, sql: str) -> pa.Table:
         self.calls += 1
         return self.con.sql(sql).to_arrow_table()

@@ -20,16 +20,25 @@ from typing import Callable, Protocol
 import pyarrow as pa
 
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
+from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .connectors.base import SourceReader
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
+from .operators.cql import SnapshotDiffLogic
 from .operators.group_agg import GroupAggLogic
+from .operators.over import OverAggLogic
+from .operators.registry_joins import JOIN_LOGICS
+from .operators.session import SessionLogic
 from .operators.source import SourceLogic
+from .operators.topn import TopNLogic
 from .operators.window_agg import WindowAggLogic
+from .operators.window_emit import WindowEmitLogic
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
-_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic}
+_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
+           SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
+           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, **JOIN_LOGICS}
 
 
 class Output(Protocol):
@@ -98,6 +107,9 @@ class Job:
         self.output_watermark = MIN_WATERMARK
         self.metrics = JobMetrics()
         self.done = False
+        self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
+        self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
+        self.source_idle: dict[int, bool] = {}
 
     # -- driving --------------------------------------------------------------------
 
@@ -111,9 +123,15 @@ class Job:
             if not active:
                 self._finish()
                 return True
-            for op_id, source in sorted(active, key=lambda item: item[1].watermark):
+            ticked = self._tick()
+            # Lowest watermark first; on a tie, tables (reference data) before streams.
+            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                                  not getattr(item[1], "is_table", False))):
                 before = source.rows_read
                 table = source.poll()
+                if source.rows_read != before and self.source_idle.get(op_id):
+                    self.source_idle[op_id] = False  # data again: consumers wait for it again
+                    self._set_idle(op_id, False)
                 if table is None:
                     self._advance(op_id, MAX_WATERMARK)
                     return True
@@ -122,9 +140,27 @@ class Job:
                 if source.rows_read != before:
                     self._advance(op_id, source.watermark)
                     return True
-            return False
+            return ticked
         finally:
             self.metrics.busy_s += time.perf_counter() - began
+
+    def _tick(self) -> bool:
+        """Let processing time act: watermarks that follow the clock, and operators' timers.
+
+        Counts as progress only when it produced output, so that running
+        until idle ends even though the clock always moves.
+        """
+        before = self.metrics.rows_out
+        now = self.env.clock.now_us()
+        self._check_idle()
+        for op_id, source in self.sources:
+            if getattr(source, "follows_clock", False) and not source.finished:
+                self._advance(op_id, source.watermark)
+        for op_id in self._timed:
+            for out in self.logics[op_id].on_tick(now):
+                if out.num_rows:
+                    self._push(op_id, out)
+        return self.metrics.rows_out != before
 
     def run(self) -> None:
         """Run until every source is exhausted (bounded inputs only)."""
@@ -158,17 +194,53 @@ class Job:
             if child == OUTPUT:
                 self.output_watermark = watermark
                 continue
-            ports = self.in_wm[child]
-            ports[port] = watermark
-            low = min(ports)
-            if low <= self.combined[child]:
+            self.in_wm[child][port] = watermark
+            self._combine(child)
+
+    def _combine(self, op_id: int) -> None:
+        """Move an operator to its input watermark (by default the minimum), leaving idle inputs out."""
+        idle = self.idle_ports[op_id]
+        logic = self.logics[op_id]
+        ports = [MAX_WATERMARK if port in idle else wm for port, wm in enumerate(self.in_wm[op_id])]
+        low = logic.input_watermark(ports)
+        if low >= MAX_WATERMARK and idle:
+            return  # what it waits for is idle, not finished: the operator waits too
+        if low <= self.combined[op_id]:
+            return
+        self.combined[op_id] = low
+        for out in logic.on_watermark(low):
+            if out.num_rows:
+                self._push(op_id, out)
+        self._advance(op_id, logic.output_watermark(low))
+
+    def _set_idle(self, op_id: int, idle: bool) -> None:
+        """An input went idle (or came back): consumers stop (or resume) waiting for it."""
+        for child, port in self.children[op_id]:
+            if child == OUTPUT:
                 continue
-            self.combined[child] = low
-            logic = self.logics[child]
-            for out in logic.on_watermark(low):
-                if out.num_rows:
-                    self._push(child, out)
-            self._advance(child, logic.output_watermark(low))
+            ports = self.idle_ports[child]
+            was_idle = len(ports) == len(self.in_wm[child])
+            if idle:
+                ports.add(port)
+            else:
+                ports.discard(port)
+            now_idle = len(ports) == len(self.in_wm[child])
+            if now_idle != was_idle:
+                self._set_idle(child, now_idle)
+            self._combine(child)
+
+    def _check_idle(self) -> None:
+        for op_id, source in self.sources:
+            if not isinstance(source, SourceLogic) or not source.spec.idle_timeout_us:
+                continue
+            idle = source.idle
+            if idle:
+                # What its consumers pass while it is idle is lost to it: its events behind that are late.
+                passed = [self.combined[c] for c, _ in self.children[op_id] if c != OUTPUT]
+                source.floor.value = max([source.floor.value, *passed])
+            if idle != self.source_idle.get(op_id, False):
+                self.source_idle[op_id] = idle
+                self._set_idle(op_id, idle)
 
     # -- inspection ---------------------------------------------------------------
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import threading
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..grammar import DsmsError
+from ..planner.physical import OP
 
 
 class MemoryLog:
@@ -95,3 +99,17 @@ class MemoryReader:
 
     def close(self) -> None:
         pass
+
+
+def data_schema(log: MemoryLog) -> pa.Schema:
+    """The columns a program gives for a log (a table's log also holds the change kind)."""
+    return log.schema.remove(log.schema.get_field_index(OP)) if OP in log.schema.names else log.schema
+
+
+def keyed_changes(table: pa.Table, keys: tuple[str, ...], op: int, name: str) -> pa.Table:
+    """Rows given for a table with a primary key, as changes by key (op 0 upsert, 3 delete)."""
+    for k in keys:
+        if table.column(k).null_count:
+            raise DsmsError(f"the primary key column '{k}' of table '{name}' cannot be NULL")
+    return table.append_column(OP, pc.cast(pa.repeat(pa.scalar(op, pa.int8()), table.num_rows), pa.int8())
+                               if table.num_rows else pa.array([], pa.int8()))

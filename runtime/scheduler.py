@@ -13,9 +13,9 @@ import threading
 import pyarrow as pa
 
 from ..planner.catalog import SourceDef
-from ..planner.physical import PhysicalPlan, SourceOp
+from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
-from .connectors.base import ReadRequest, SourceError, SourceReader
+from .connectors.base import ReaderWrapper, ReadRequest, SourceError, SourceReader
 from .duck import Duck
 from .job import Job, Output
 from .memory import MemoryLog
@@ -38,7 +38,10 @@ class Scheduler:
         key = source.name.lower()
         if key not in self.memory:
             fields = [source.schema.find(c) for c in source.physical]
-            self.memory[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in fields]))
+            schema = pa.schema([pa.field(f.name, f.type) for f in fields])
+            if source.kind == "table":
+                schema = schema.append(pa.field(OP, pa.int8()))  # a table's log holds changes by key
+            self.memory[key] = MemoryLog(schema)
         return self.memory[key]
 
     def late_log(self, op: SourceOp) -> MemoryLog:
@@ -56,14 +59,17 @@ class Scheduler:
         if src.connector == "memory":
             reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"),
                                                  self.batch_rows)
-            return _Select(reader, list(op.columns))
+            return _Select(reader, list(op.columns) + ([OP] if src.kind == "table" else []))
         if src.connector == "file":
             from .connectors import open_file_source
 
             schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
-            not_null = tuple(c for c in op.columns if not src.schema.find(c).nullable or c == op.time_column)
+            # A table's deletes carry only the key (and the time of a versioned table): other columns may be NULL.
+            not_null = tuple(c for c in op.columns if c == op.time_column or (
+                not src.schema.find(c).nullable and (src.kind != "table" or c in src.primary_key)))
             rows = int(src.options.get("batch.size", self.batch_rows))
-            return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows))
+            changelog = "append" if src.kind != "table" else "debezium" if src.format == "debezium-json" else "upsert"
+            return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows, changelog))
         raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
 
     # -- jobs -----------------------------------------------------------------------
@@ -100,26 +106,14 @@ class Scheduler:
         return steps
 
 
-class _Select:
+class _Select(ReaderWrapper):
     """A reader that keeps only some columns of another reader's batches."""
 
     def __init__(self, reader, columns: list[str]):
-        self.reader, self.columns = reader, columns
+        super().__init__(reader)
+        self.columns = columns
 
     def read(self):
-        table = self.reader.read()
+        table = self.inner.read()
         return table if table is None else table.select(self.columns)
 
-    @property
-    def position(self) -> dict:
-        return self.reader.position
-
-    def seek(self, position: dict) -> None:
-        self.reader.seek(position)
-
-    @property
-    def skipped(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        self.reader.close()

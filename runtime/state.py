@@ -124,7 +124,7 @@ class DuckTables:
 
     @property
     def rows(self) -> int:
-        return sum(self.duck.con.execute(f"SELECT COUNT(*) FROM {n}").fetchone()[0] for n in self.names)
+        return sum(self.duck.con.execute(f"SELECT COUNT(*) FROM {n}").fetchall()[0][0] for n in self.names)
 
     @property
     def nbytes(self) -> int:

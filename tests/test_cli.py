@@ -178,3 +178,46 @@ def test_help_and_bad_arguments():
     assert out.returncode == 0 and "--batch-size" in out.stdout
     out = subprocess.run([DSMS, "run", "/nonexistent/script.sql"], capture_output=True, text=True)
     assert out.returncode == 1 and "cannot read script" in out.stderr
+
+
+def test_the_joins_example_runs_and_matches_duckdb():
+    example = os.path.join(ROOT, "examples", "ad_joins")
+    out = subprocess.run([DSMS, "run", os.path.join(example, "ad_joins.sql")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "late events dropped: 0" in out.stderr and "warning" not in out.stderr
+    data = os.path.join(ROOT, "examples", "ad_ctr", "data")
+    imp = f"""(SELECT impression_id, ad_id, CAST(ts AS TIMESTAMP) AS ts FROM read_json('{data}/impressions.jsonl',
+               columns = {{impression_id: 'VARCHAR', ad_id: 'BIGINT', ts: 'VARCHAR'}}))"""
+    clk = f"""(SELECT impression_id, make_timestamp(ts * 1000) AS ts FROM read_json('{data}/clicks.jsonl',
+               columns = {{impression_id: 'VARCHAR', ts: 'BIGINT'}}))"""
+    want = duck(f"""SELECT i.impression_id, strftime(c.ts, '%Y-%m-%d %H:%M:%S.%g') FROM {imp} i LEFT JOIN {clk} c
+                    ON c.impression_id = i.impression_id AND c.ts BETWEEN i.ts AND i.ts + INTERVAL 30 SECOND""")
+    got = [json.loads(line) for line in open(os.path.join(example, "out", "attributed.jsonl"))]
+    assert sorted((r["impression_id"], r["clicked_at"]) for r in got) == rows(want)
+    versions = pa.Table.from_pylist([
+        {**e["after"], "ts": e["after"]["ts"]} for e in map(json.loads, open(os.path.join(example, "data", "ads.jsonl")))])
+    want = duck(f"""WITH v AS (SELECT ad_id, campaign, bid, CAST(ts AS TIMESTAMP) AS ts FROM versions),
+                         j AS (SELECT i.ts, v.campaign, v.bid FROM {imp} i JOIN v ON v.ad_id = i.ad_id
+                               AND v.ts = (SELECT MAX(ts) FROM v AS w WHERE w.ad_id = i.ad_id AND w.ts <= i.ts))
+                    SELECT strftime(time_bucket(INTERVAL 1 MINUTE, ts), '%Y-%m-%d %H:%M:%S.000'), campaign, COUNT(*),
+                           ROUND(SUM(bid), 2) FROM j GROUP BY ALL""", versions=versions)
+    got = [json.loads(line) for line in open(os.path.join(example, "out", "spend.jsonl"))]
+    assert sorted((r["window_start"], r["campaign"], r["impressions"], r["spend"]) for r in got) == rows(want)
+
+
+def test_warnings_go_to_stderr_and_explain(tmp_path, capsys):
+    script = tmp_path / "j.sql"
+    script.write_text("""
+      CREATE STREAM a (k BIGINT, ts TIMESTAMP(3)) WITH (connector = 'memory');
+      CREATE STREAM b (k BIGINT, ts TIMESTAMP(3)) WITH (connector = 'memory');
+      INSERT INTO a VALUES (1, '2024-01-01 00:00:00');
+      INSERT INTO b VALUES (1, '2024-01-01 00:00:01');
+      SELECT a.k, b.ts FROM a JOIN b ON a.k = b.k;
+    """)
+    assert main(["run", str(script)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: this regular join of two streams" in captured.err
+    assert "2024-01-01 00:00:01" in captured.out
+    assert main(["explain", str(script)]) == 0
+    assert "warning: this regular join" in capsys.readouterr().out

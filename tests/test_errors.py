@@ -1,12 +1,13 @@
 """SQL errors point at the user's line and column, with a caret, and say what to change.
 
-Each case marks the expected span in its SQL with /*a*/ ... /*a*/ tags; the
-tags are removed before the SQL is run.
+Each case marks the expected span in its SQL with /*a*/ ... /*a*/ tags
+(tests/spans.py).
 """
 
 import re
 
 import pytest
+from spans import assert_error_at
 
 import dsms
 from dsms.grammar import parse_script
@@ -15,17 +16,6 @@ DDL = """CREATE STREAM bid (auction BIGINT, price DOUBLE, bidder VARCHAR, ts TIM
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory');
 CREATE STREAM plain (x BIGINT, t TIMESTAMP(3)) WITH (connector = 'memory');
 """
-
-
-def tagged(sql: str) -> tuple[str, int, int]:
-    """Strip /*a*/ tags; return the SQL and the 1-based line and column of the tagged span."""
-    start = sql.index("/*a*/")
-    clean = sql.replace("/*a*/", "")
-    line = clean.count("\n", 0, start) + 1
-    col = start - (clean.rfind("\n", 0, start) + 1) + 1
-    end = sql.index("/*a*/", start + 5) - 5
-    assert end >= start
-    return clean, line, col
 
 
 CASES = [
@@ -53,18 +43,7 @@ CASES = [
 def test_error_points_at_the_span(sql, message, help_):
     engine = dsms.Engine()
     engine.execute(DDL)
-    clean, line, col = tagged(sql)
-    with pytest.raises(dsms.SqlError) as info:
-        engine.execute(clean)
-    err = info.value
-    assert message in err.message
-    assert (err.line, err.column) == (line, col), str(err)
-    text = str(err)
-    assert f"line {line}, column {col}" in text
-    caret_line = text.split("\n")[4]
-    assert caret_line.index("^") - caret_line.index("|") - 2 == col - 1
-    if help_:
-        assert help_ in text
+    assert_error_at(engine, sql, message, help_)
 
 
 def test_errors_in_a_later_statement_of_a_script_use_script_positions():

@@ -37,6 +37,23 @@ CASES = {
           GROUP BY window_start, window_end, window_time),
         DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end""",
     "group_aggregate": """SELECT ad_id, COUNT(*) AS n FROM imp GROUP BY ad_id""",
+    "session_emit_changes": """SELECT window_start, window_end, ad_id, COUNT(*) AS n
+        FROM TABLE(SESSION(TABLE imp PARTITION BY ad_id, DESCRIPTOR(ts), INTERVAL '30' SECOND))
+        GROUP BY window_start, window_end, ad_id EMIT CHANGES""",
+    "tumble_allowed_lateness": """SELECT window_start, ad_id, COUNT(*) AS n
+        FROM TABLE(TUMBLE(TABLE imp, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, ad_id
+        ALLOWED LATENESS INTERVAL '1' MINUTE""",
+    "over_range": """SELECT ad_id, ts, SUM(cost) OVER (PARTITION BY ad_id ORDER BY ts
+        RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS recent FROM imp WHERE cost > 0""",
+    "window_top_n": """SELECT window_start, ad_id, n FROM (SELECT *, ROW_NUMBER() OVER (
+          PARTITION BY window_start, window_end ORDER BY n DESC) AS rn
+        FROM (SELECT window_start, window_end, ad_id, COUNT(*) AS n
+              FROM TABLE(TUMBLE(TABLE imp, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, ad_id))
+        WHERE rn <= 3""",
+    "dedup_last": """SELECT ad_id, cost FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY ad_id ORDER BY ts DESC) AS rn
+        FROM imp) WHERE rn = 1""",
+    "cql_istream": """ISTREAM(SELECT ad_id, COUNT(*) AS n FROM imp [RANGE 1 MINUTE SLIDE 10 SECONDS] GROUP BY ad_id)""",
+    "late_events": """SELECT ad_id, COUNT(*) AS late FROM LATE(imp) GROUP BY ad_id""",
 }
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..changelog import OP
 from .base import ReadRequest, SinkError, SinkWriter, SourceError, SourceReader
+from .changelog_source import DebeziumCodec, DebeziumReader, UpsertReader, debezium_request, upsert_request
 from .csv_source import CsvCodec
 from .dead_letter import DeadLetter
 from .file_sink import APPEND_ONLY_FORMATS, JSON_FORMATS, LineSink, ParquetSink
@@ -25,7 +26,7 @@ from .json_source import JsonCodec
 from .line_source import LineSource
 from .parquet_source import ParquetSource
 
-SOURCE_FORMATS = ("json", "csv", "parquet")
+SOURCE_FORMATS = ("json", "csv", "parquet", "debezium-json")
 SINK_FORMATS = JSON_FORMATS + ("csv", "parquet")
 
 __all__ = ["ReadRequest", "SinkError", "SinkWriter", "SourceError", "SourceReader", "open_file_sink",
@@ -64,6 +65,10 @@ def open_file_source(req: ReadRequest) -> SourceReader:
     if fmt not in SOURCE_FORMATS:
         raise SourceError(f"the file source cannot read format '{fmt}' (use one of: {', '.join(SOURCE_FORMATS)})",
                           source=req.name)
+    if (fmt == "debezium-json") != (req.changelog == "debezium"):
+        raise SourceError("format 'debezium-json' is read only as a table with a primary key"
+                          if fmt == "debezium-json" else f"format '{fmt}' is not a Debezium changelog",
+                          source=req.name)
     watch = _flag(options, "watch", req.name)
     on_error = str(options.get("on_error", "fail")).lower()
     if on_error not in ("fail", "skip"):
@@ -78,6 +83,18 @@ def open_file_source(req: ReadRequest) -> SourceReader:
         files = files.excluding(path)
         dead_letter = DeadLetter(path, req.name)
     skip = on_error == "skip"
+    if req.changelog == "debezium":
+        codec = DebeziumCodec(req.schema, req.not_null)
+        return DebeziumReader(LineSource(debezium_request(req), files, codec, watch=watch, skip=skip,
+                                         dead_letter=dead_letter), req.schema)
+    if req.changelog == "upsert":
+        inner = upsert_request(req, fmt)
+        return UpsertReader(_plain_reader(inner, fmt, files, options, watch, skip, dead_letter))
+    return _plain_reader(req, fmt, files, options, watch, skip, dead_letter)
+
+
+def _plain_reader(req: ReadRequest, fmt: str, files: FileSet, options: dict, watch: bool, skip: bool,
+                  dead_letter) -> SourceReader:
     if fmt == "parquet":
         return ParquetSource(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
     if fmt == "json":

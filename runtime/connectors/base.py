@@ -46,6 +46,11 @@ class ReadRequest:
     schema: pa.Schema  # the physical columns to read, in order, with their declared types
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL
     batch_rows: int = 65536
+    # 'append': plain rows. 'upsert' and 'debezium' (a table with a primary key): each batch also has
+    # an ``__op`` column (int8, as runtime/changelog.py) saying what each row does to its key:
+    # 'upsert' gives 0 (+I: the row is now the key's row) and 3 (-D: the key is deleted);
+    # 'debezium' gives +I (c, r), -U and +U (u: before and after), -D (d: before).
+    changelog: str = "append"
 
 
 class SourceReader(Protocol):
@@ -86,3 +91,27 @@ class SinkWriter(Protocol):
         """Drop what was written after ``position`` (restore after a crash)."""
 
     def close(self) -> None: ...
+
+
+class ReaderWrapper:
+    """A reader that changes the batches of another and delegates the rest to it."""
+
+    def __init__(self, inner: SourceReader):
+        self.inner = inner
+
+    def read(self) -> pa.Table | None:
+        return self.inner.read()
+
+    @property
+    def position(self) -> dict:
+        return self.inner.position
+
+    def seek(self, position: dict) -> None:
+        self.inner.seek(position)
+
+    @property
+    def skipped(self) -> int:
+        return self.inner.skipped
+
+    def close(self) -> None:
+        self.inner.close()

@@ -32,6 +32,7 @@ from .base import SourceError
 
 FORMAT_EXTENSIONS = {
     "json": (".json", ".jsonl", ".ndjson"),
+    "debezium-json": (".json", ".jsonl", ".ndjson"),
     "csv": (".csv", ".tsv"),
     "parquet": (".parquet", ".pq"),
 }

@@ -1,8 +1,8 @@
 """The operator contract: an input delta in, an output delta out.
 
 A job calls an operator's logic on one thread with three kinds of message:
-a batch on an input port, a new (combined) input watermark, and nothing
-else. ``on_batch`` and ``on_watermark`` return the output batches they
+a batch on an input port, a new (combined) input watermark, and the
+processing time (a tick on every turn of the job, for timers). ``on_batch`` and ``on_watermark`` return the output batches they
 produce; the job delivers those downstream before it forwards the
 watermark, so results a watermark releases always precede it.
 """
@@ -38,6 +38,14 @@ class Logic:
 
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         return []
+
+    def on_tick(self, now_us: int) -> list[pa.Table]:
+        """Processing time has moved to ``now_us`` (called on every turn of the job): timers fire here."""
+        return []
+
+    def input_watermark(self, ports: list[int]) -> int:
+        """The watermark of this operator's input, from its ports' (by default their minimum)."""
+        return min(ports)
 
     def output_watermark(self, watermark: int) -> int:
         """The watermark this operator forwards once its input watermark is ``watermark``."""

@@ -29,6 +29,9 @@ class UnionLogic(Logic):
 
     def __init__(self, spec, env: Env):
         self.schema = spec.schema
+        self.columns = spec.input_columns
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        if self.columns:
+            batch = batch.select(list(self.columns[port]))
         return [conform(batch.rename_columns(self.schema.names), self.schema)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical import BATCH, GroupAggOp
+from ...planner.physical import GroupAggOp
 from ..duck import conform
 from .base import Env, Logic
 
@@ -27,20 +27,14 @@ COMPACT_EVERY = 64
 class GroupAggLogic(Logic):
     def __init__(self, spec: GroupAggOp, env: Env):
         self.spec = spec
-        self.con = env.duck.con
+        self.duck, self.con = env.duck, env.duck.con
         for stmt in spec.setup:
             self.con.execute(stmt)
         env.state.duck_tables(spec.id, spec.state_tables, env.duck)
         self.batches = 0
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        self.con.register(BATCH, batch)
-        try:
-            for stmt in self.spec.per_batch[:-1]:
-                self.con.execute(stmt)
-            out = self.con.sql(self.spec.per_batch[-1]).to_arrow_table()
-        finally:
-            self.con.unregister(BATCH)
+        out = self.duck.run_all(self.spec.per_batch, batch)
         self.batches += 1
         if self.spec.compact and self.batches % COMPACT_EVERY == 0:
             for stmt in self.spec.compact:
@@ -49,4 +43,4 @@ class GroupAggLogic(Logic):
 
     @property
     def state_rows(self) -> int:
-        return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchone()[0]
+        return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchall()[0][0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical import SourceOp
+from ...planner.physical import OP, SourceOp
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env
@@ -49,16 +49,32 @@ class SourceLogic:
         self.late = 0
         self.late_log = late_log
         self.last_data_us = self.clock.now_us()
+        # While idle, consumers move on without this source; on its return, events behind what they
+        # have passed are late (judged here, like all lateness).
+        self.floor = env.state.value(spec.id, "late_floor", MIN_WATERMARK)
+        self.follows_clock = spec.clock_watermark
+
+    @property
+    def idle(self) -> bool:
+        timeout = self.spec.idle_timeout_us
+        return bool(timeout) and not self.finished and self.clock.now_us() - self.last_data_us >= timeout
 
     @property
     def name(self) -> str:
         return self.spec.source.name
 
     @property
+    def is_table(self) -> bool:
+        """A table with a primary key: read before streams when their watermarks tie."""
+        return self.spec.source.kind == "table"
+
+    @property
     def watermark(self) -> int:
         if self.finished:
             return MAX_WATERMARK
-        if self.spec.time_column is None or self.max_ts.value == MIN_WATERMARK:
+        if self.spec.clock_watermark:
+            return self.clock.now_us()
+        if self.spec.late_only or self.spec.time_column is None or self.max_ts.value == MIN_WATERMARK:
             return MIN_WATERMARK
         return self.max_ts.value - self.spec.delay_us
 
@@ -71,11 +87,14 @@ class SourceLogic:
         if raw.num_rows == 0:
             return raw
         self.rows_read += raw.num_rows
-        self.last_data_us = self.clock.now_us()
+        now = self.last_data_us = self.clock.now_us()
         table = raw
+        if self.spec.proctime_column is not None:
+            table = table.append_column(self.spec.proctime_column,
+                                        pa.array(np.full(table.num_rows, now, dtype=np.int64)).cast(pa.timestamp("us")))
         if self.spec.computed_sql:
-            table = conform(self.duck.run(self.spec.computed_sql, raw), self.spec.schema)
-        if self.spec.time_column is not None:
+            table = conform(self.duck.run(self.spec.computed_sql, table), self.spec.schema)
+        if self.spec.time_column is not None and not self.spec.clock_watermark:
             table = self._drop_late(table)
         return table
 
@@ -84,13 +103,25 @@ class SourceLogic:
         if column.null_count:
             raise SourceError("the event-time column is NULL", source=self.name, column=self.spec.time_column)
         ts = int64_values(column)
+        retracting = None
+        if OP in table.column_names:
+            # A table's retractions (-U, -D) carry the time of the row they remove: they are never
+            # late and do not advance the watermark.
+            ops = int64_values(table.column(OP).cast(pa.int64()))
+            retracting = (ops == 1) | (ops == 3)
+            ts = np.where(retracting, MIN_WATERMARK, ts)
         running = np.maximum.accumulate(ts)
         before = np.empty_like(running)
         before[0] = self.max_ts.value
         np.maximum(running[:-1], self.max_ts.value, out=before[1:])
-        threshold = before - (self.spec.delay_us + self.spec.lateness_us)
+        threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
+                               self.floor.value - self.spec.lateness_us)
         late = ts < threshold
+        if retracting is not None:
+            late &= ~retracting
         self.max_ts.value = max(self.max_ts.value, int(running[-1]))
+        if self.spec.late_only:  # LATE(s): the late events are the stream
+            return table.filter(pa.array(late))
         if not late.any():
             return table
         self.late += int(late.sum())

@@ -27,7 +27,7 @@ import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run cos
 import pyarrow.compute as pc
 
 from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import PANE, WindowAggOp
+from ...planner.physical import OP, PANE, WindowAggOp
 from ..duck import conform
 from .base import MIN_WATERMARK, Env, Logic
 
@@ -45,20 +45,27 @@ class WindowAggLogic(Logic):
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.group = [*spec.keys, *spec.distinct_columns]
         self.merges = [(column, how) for a in spec.aggs for column, how in a.partials if how != "distinct"]
+        self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])  # the rows, without a changelog column
 
     @property
     def state_rows(self) -> int:
         return self.panes.rows
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        self._add(batch)
+        return []
+
+    def _add(self, batch: pa.Table) -> list[int]:
+        """Aggregate a batch into its panes; the panes it touched."""
         partial = self.duck.run(self.spec.partial_sql, batch)
         if partial.num_rows == 0:
             return []
         self.panes.add_split(partial.column(PANE), partial.drop_columns([PANE]))
-        for key in pc.unique(partial.column(PANE)).to_pylist():
+        touched = pc.unique(partial.column(PANE)).to_pylist()
+        for key in touched:
             if self.panes.pieces(key) >= COMPACT_AT:
                 self.panes.compact(key, self._merge_partials)
-        return []
+        return touched
 
     def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
         table = pa.concat_tables(tables)
@@ -94,6 +101,8 @@ class WindowAggLogic(Logic):
                     n = t.num_rows
                     pieces.append(t.append_column(_WS, pa.repeat(pa.scalar(start, pa.int64()), n))
                                    .append_column(_WE, pa.repeat(pa.scalar(end, pa.int64()), n)))
+        if not pieces:
+            return self.out_schema.empty_table()
         table = pa.concat_tables(pieces)
         keys = [_WS, _WE, *self.spec.keys]
         specs = [(c, how) for c, how in self.merges]
@@ -110,7 +119,7 @@ class WindowAggLogic(Logic):
             columns[k] = merged.column(k)
         for a in self.spec.aggs:
             columns[a.name] = _final(a, merged)
-        schema = self.spec.schema
+        schema = self.out_schema
         return conform(pa.table([columns[f.name] for f in schema], names=schema.names), schema)
 
 

@@ -1,0 +1,91 @@
+"""Physical specs of the operators that keep rows of their inputs: joins and ChangelogNormalize.
+
+Each holds DuckDB statements made by the planner (``sqlgen_join.py``,
+``sqlgen_normalize.py``) that the runtime runs over a batch registered as
+``__input`` and the operator's state tables; ``$1`` in a statement is the
+watermark the runtime passes. State tables are named after the operator id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .physical import OpSpec
+
+
+@dataclass(frozen=True)
+class ChangelogNormalizeOp(OpSpec):
+    """Turn a table's changes by key (upserts, deletes) into a valid changelog; keeps each key's row."""
+
+    keys: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+    per_batch: tuple[str, ...] = ()
+    state_tables: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JoinOp(OpSpec):
+    """What every join operator has: its kind, its state tables and how to create them."""
+
+    kind: str = "inner"  # inner | left | right | full
+    setup: tuple[str, ...] = ()
+    state_tables: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IntervalJoinOp(JoinOp):
+    """Two append-only streams, rows matched when ``lower <= r.ts - l.ts <= upper`` (microseconds).
+
+    Rows are kept until the watermark passes the last time a partner could
+    have; an outer side's unmatched rows are emitted then, padded with NULLs.
+    """
+
+    lower: int = 0
+    upper: int = 0
+    delay: int = 0  # the output watermark lags the input's by this much
+    lateness: int = 0  # allowed lateness of the sources below: state is kept that much longer
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
+    expire: tuple[tuple[str, str], tuple[str, str]] = (("", ""), ("", ""))  # per side, $1 = watermark:
+    # (the padded rows of an outer side that no partner can reach any more, or ""; the delete)
+    min_time: tuple[str, str] = ("", "")  # per side, the smallest time at which a stored row expires
+    time_columns: tuple[str, str] = ("", "")
+    ids: tuple[bool, bool] = (False, False)  # whether each port's batches get a row id column (outer sides)
+
+
+@dataclass(frozen=True)
+class WindowJoinOp(JoinOp):
+    """Two windowed inputs joined per window when the watermark passes its end."""
+
+    lateness: int = 0
+    on_batch: tuple[str, str] = ("", "")  # per port: store the rows
+    fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
+    min_end: str = ""  # the smallest window end held
+    end_columns: tuple[str, str] = ("", "")
+
+
+@dataclass(frozen=True)
+class TemporalJoinOp(JoinOp):
+    """Each left row with the version of the right row valid at its time, emitted when the watermark passes it."""
+
+    lateness: int = 0
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
+    prune: tuple[str, ...] = ()  # with $1 = watermark
+    min_time: str = ""  # the earliest buffered left row
+    time_column: str = ""  # the left rows' time column
+
+
+@dataclass(frozen=True)
+class LookupJoinOp(JoinOp):
+    """Each event of the stream side with the current rows of the table side (processing time)."""
+
+    stream_port: int = 0
+    lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
+    update: tuple[str, ...] = ()  # the table's changes
+
+
+@dataclass(frozen=True)
+class RegularJoinOp(JoinOp):
+    """A join of two relations that keeps all their current rows: an updating result."""
+
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output

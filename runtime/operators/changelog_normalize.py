@@ -1,0 +1,41 @@
+"""ChangelogNormalize: a table's changes by key -> a changelog that downstream can apply.
+
+Input delta -> output delta (per key, in arrival order)::
+
+    upsert of a new key            -> +I row
+    upsert that changes the row    -> -U old row, +U new row
+    upsert that repeats the row    -> nothing
+    delete of a known key          -> -D the stored row
+    delete of an unknown key       -> nothing
+
+The current row of every key lives in a DuckDB table of the job's
+connection (see planner/sqlgen_normalize.py for the statements).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...planner.physical_joins import ChangelogNormalizeOp
+from ...planner.sqlgen_normalize import SEQ
+from ..duck import conform
+from .base import Env, Logic
+
+
+class ChangelogNormalizeLogic(Logic):
+    def __init__(self, spec: ChangelogNormalizeOp, env: Env):
+        self.spec = spec
+        self.duck, self.con = env.duck, env.duck.con
+        for stmt in spec.setup:
+            self.con.execute(stmt)
+        self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+        out = self.duck.run_all(self.spec.per_batch, batch)
+        return [conform(out, self.spec.schema)] if out.num_rows else []
+
+    @property
+    def state_rows(self) -> int:
+        return self.state.rows

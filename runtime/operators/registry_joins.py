@@ -1,0 +1,27 @@
+"""The logic classes of the join operators and ChangelogNormalize, by spec type (for runtime/job.py)."""
+
+from __future__ import annotations
+
+from ...planner.physical_joins import (
+    ChangelogNormalizeOp,
+    IntervalJoinOp,
+    LookupJoinOp,
+    RegularJoinOp,
+    TemporalJoinOp,
+    WindowJoinOp,
+)
+from .changelog_normalize import ChangelogNormalizeLogic
+from .interval_join import IntervalJoinLogic
+from .lookup_join import LookupJoinLogic
+from .regular_join import RegularJoinLogic
+from .temporal_join import TemporalJoinLogic
+from .window_join import WindowJoinLogic
+
+JOIN_LOGICS = {
+    ChangelogNormalizeOp: ChangelogNormalizeLogic,
+    IntervalJoinOp: IntervalJoinLogic,
+    LookupJoinOp: LookupJoinLogic,
+    RegularJoinOp: RegularJoinLogic,
+    TemporalJoinOp: TemporalJoinLogic,
+    WindowJoinOp: WindowJoinLogic,
+}

@@ -1,0 +1,35 @@
+"""Regular join: every current row of both inputs kept; an updating result.
+
+Input delta -> output delta (a batch on one side, with signs: +I/+U add a
+row, -U/-D remove one)::
+
+    matches of the batch with the other side's rows   -> +/- joined rows
+    outer side: batch rows with no match              -> +/- rows padded with NULLs
+    outer other side: rows whose match count goes     -> -D their padded row
+      from 0 to more (or from more to 0)                 (or +I it)
+
+The changes of a batch are netted per output row before they are emitted,
+retractions first, so the changelog never retracts a row it did not emit.
+Both sides are multisets in DuckDB tables (row, count). Two append-only
+streams joined this way keep every row forever (the planner warns).
+
+    L: (1, a)              R: -                   out: -
+    +I R (1, x)        ->  out: +I (1, a, 1, x)
+    -U R (1, x), +U R (1, y)  ->  out: -U (1, a, 1, x), +U (1, a, 1, y)
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...planner.physical_joins import RegularJoinOp
+from .base import Env
+from .join_base import JoinLogic
+
+
+class RegularJoinLogic(JoinLogic):
+    def __init__(self, spec: RegularJoinOp, env: Env):
+        super().__init__(spec, env)
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        return self.run(self.spec.on_batch[port], batch)

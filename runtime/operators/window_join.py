@@ -1,0 +1,42 @@
+"""Window join: rows of two windowed inputs joined per window when the watermark passes its end.
+
+``ON l.window_start = r.window_start AND l.window_end = r.window_end [AND keys]``.
+Input delta -> output delta::
+
+    batch (either side)   -> nothing; the rows wait for their window to close
+    watermark W           -> every window with end <= W: its rows of both sides
+                             joined (inner or outer), emitted, dropped from state
+
+State holds only rows of windows that have not closed yet.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...planner.physical_joins import WindowJoinOp
+from .base import MAX_WATERMARK, Env
+from .join_base import JoinLogic, lowered, min_time
+
+
+class WindowJoinLogic(JoinLogic):
+    def __init__(self, spec: WindowJoinOp, env: Env):
+        super().__init__(spec, env)
+        self.next_end = env.state.value(spec.id, "next_end", MAX_WATERMARK)
+
+    def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        self.apply((self.spec.on_batch[port],), batch)
+        self.next_end.value = min(self.next_end.value, min_time(batch, self.spec.end_columns[port]))
+        return []
+
+    def on_watermark(self, watermark: int) -> list[pa.Table]:
+        w = lowered(watermark, self.spec.lateness)
+        if self.next_end.value > w:
+            return []
+        fire, *deletes = self.spec.fire
+        out = self.run((fire,), params=[w])
+        for stmt in deletes:
+            self.execute(stmt, [w])
+        earliest = self.scalar(self.spec.min_end)
+        self.next_end.value = MAX_WATERMARK if earliest is None else int(earliest)
+        return out

@@ -1,0 +1,130 @@
+"""Test helpers for updating results: collect a query's changes, apply them strictly.
+
+A changelog applied to an empty table with ``strict=True`` fails if a
+retraction removes a row that was never emitted (or was already removed).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+
+import dsms
+from dsms.runtime.changelog import apply_changes
+
+OPS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+
+
+def as_internal(change: pa.Table) -> pa.Table:
+    """A public change batch (leading ``op`` strings) as an internal one (``__op`` int8)."""
+    ops = pa.array([OPS[o] for o in change.column("op").to_pylist()], pa.int8())
+    return change.drop_columns(["op"]).append_column("__op", ops)
+
+
+def final_table(changes: list[pa.Table]) -> pa.Table:
+    """Apply every change in order to an empty table; fails on an invalid retraction."""
+    internal = [as_internal(c) for c in changes if c.num_rows]
+    if not internal:
+        return pa.table({})
+    return apply_changes(None, internal, strict=True)
+
+
+class Recorder:
+    """Runs queries on one engine and keeps every change batch each produced, in order."""
+
+    def __init__(self, ddl: str):
+        self.engine = dsms.Engine()
+        self.engine.execute(ddl)
+        self.queries: dict[str, dsms.QueryHandle] = {}
+        self.changes: dict[str, list[pa.Table]] = {}
+
+    def query(self, name: str, sql: str) -> dsms.QueryHandle:
+        self.queries[name] = self.engine.query(sql)
+        self.changes[name] = []
+        return self.queries[name]
+
+    def step(self) -> None:
+        self.engine.run_until_idle()
+        for name, q in self.queries.items():
+            self.changes[name].append(q.poll())
+
+    def final(self, name: str) -> pa.Table:
+        return final_table(self.changes[name])
+
+    def ops(self, name: str) -> set[str]:
+        return {o for c in self.changes[name] for o in c.column("op").to_pylist()}
+
+    def end(self) -> None:
+        self.engine.end_input()
+        self.step()
+
+
+def pieces(n: int, seed: int, max_batch: int) -> list[tuple[int, int]]:
+    """Random consecutive (start, length) slices covering range(n)."""
+    rng = random.Random(seed)
+    out, i = [], 0
+    while i < n:
+        k = rng.randint(1, max_batch)
+        out.append((i, min(k, n - i)))
+        i += k
+    return out
+
+
+def interleave(tables: dict[str, pa.Table], seed: int) -> list[tuple[str, pa.Table]]:
+    """Rows of several streams merged into one arrival order (each stream keeps its own order):
+    at each step the next row comes from a stream picked at random, weighted by what it has left."""
+    rng = random.Random(seed)
+    left = {name: t.num_rows for name, t in tables.items()}
+    pos = {name: 0 for name in tables}
+    order: list[tuple[str, pa.Table]] = []
+    while any(left.values()):
+        names = [n for n in tables if left[n]]
+        name = rng.choices(names, weights=[left[n] for n in names])[0]
+        k = min(left[name], rng.randint(1, 8))
+        order.append((name, tables[name].slice(pos[name], k)))
+        pos[name] += k
+        left[name] -= k
+    return order
+
+
+def feed_interleaved(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
+    """Insert the streams' rows in an interleaved arrival order, stepping after random-sized groups."""
+    order = interleave(tables, seed)
+    rng = random.Random(seed + 1)
+    i = 0
+    while i < len(order):
+        k = rng.randint(1, max_batch)
+        for name, part in order[i:i + k]:
+            rec.engine.insert(name, part)
+        rec.step()
+        i += k
+
+
+def apply_piece(engine, name: str, piece: pa.Table) -> None:
+    """Rows of a change log (an ``op`` column: 'u' upsert, 'd' delete, anything else: a stream row;
+    other bookkeeping columns start with 'seq') as runs of insert() and delete() calls."""
+    data_cols = [c for c in piece.column_names if c != "op" and not c.startswith("seq")]
+    if "op" not in piece.column_names:
+        engine.insert(name, piece.select(data_cols))
+        return
+    ops = piece.column("op").to_pylist()
+    start = 0
+    for i in range(1, len(ops) + 1):
+        if i == len(ops) or ops[i] != ops[start]:
+            part = piece.slice(start, i - start).select(data_cols)
+            (engine.delete if ops[start] == "d" else engine.insert)(name, part)
+            start = i
+
+
+def feed_mixed(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
+    """Streams and change logs of tables, interleaved, stepping after random-sized groups."""
+    order = interleave(tables, seed)
+    rng = random.Random(seed + 1)
+    i = 0
+    while i < len(order):
+        k = rng.randint(1, max_batch)
+        for name, part in order[i:i + k]:
+            apply_piece(rec.engine, name, part)
+        rec.step()
+        i += k

@@ -1,0 +1,199 @@
+"""Session windows against an independent oracle: gaps and islands over single
+events in DuckDB (LAG per key; a new session where the gap to the previous
+event exceeds the session gap), fed out of order in many small batches."""
+
+import datetime as dt
+import itertools
+
+import pyarrow as pa
+import pytest
+
+import dsms
+
+from oracle import BASE, duck, events, feed, rows, run_query
+
+DDL = """
+CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory');
+"""
+
+# About one event per key every 6 s, so an 8 s gap both splits and joins sessions,
+# and out-of-order arrival (within the 5 s bound) often bridges two of them.
+EV = events(900, seed=17, keys=6, span_s=900, disorder_s=4.5)
+
+
+def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE") -> str:
+    """Sessions per ``keys`` in plain DuckDB: an event starts a session when its gap to the last one exceeds ``gap_s``."""
+    part = f"PARTITION BY {keys}" if keys else ""
+    return f"""
+    WITH o AS (SELECT *, LAG(ts) OVER ({part} ORDER BY ts) AS prev FROM ev WHERE {where}),
+         i AS (SELECT *, SUM(CASE WHEN prev IS NULL OR ts - prev > INTERVAL '{gap_s} seconds' THEN 1 ELSE 0 END)
+                         OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS isl FROM o),
+         s AS (SELECT *, MIN(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) AS ws,
+                         MAX(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) + INTERVAL '{gap_s} seconds' AS we
+               FROM i)
+    {select}"""
+
+
+def test_session_tvf_all_aggregates_match_gaps_and_islands():
+    sql = """
+    SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, MIN(v) AS lo, MAX(price) AS hi,
+           AVG(price) AS ap, COUNT(DISTINCT v) AS dv
+    FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))
+    GROUP BY window_start, window_end, k"""
+    got = run_query(DDL, sql, {"ev": EV})
+    want = duck(islands(8, select="""SELECT ws, we, k, COUNT(*), COUNT(v), SUM(v), MIN(v), MAX(price), AVG(price),
+                                            COUNT(DISTINCT v) FROM s GROUP BY ws, we, k"""), ev=EV)
+    assert rows(got) == rows(want)
+    assert 50 < got.num_rows < 600  # sessions both split and merge
+    lengths = {r[1] - r[0] for r in rows(got)}
+    assert dt.timedelta(seconds=8) in lengths and max(lengths) > dt.timedelta(seconds=30)
+
+
+@pytest.mark.parametrize("max_batch", [1, 13, 100_000])
+def test_sessions_do_not_depend_on_batching(max_batch):
+    sql = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv
+    FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))
+    GROUP BY window_start, window_end, k"""
+    data = EV.slice(0, 250)
+    got = run_query(DDL, sql, {"ev": data}, max_batch=max_batch, seed=max_batch)
+    want = duck(islands(8, select="SELECT ws, we, k, COUNT(*), SUM(v) FROM s GROUP BY ws, we, k"), ev=data)
+    assert rows(got) == rows(want)
+
+
+def test_group_window_session_with_helpers():
+    sql = """
+    SELECT k, SESSION_START(ts, INTERVAL '8' SECOND) AS ws, SESSION_END(ts, INTERVAL '8' SECOND) AS we,
+           SESSION_ROWTIME(ts, INTERVAL '8' SECOND) AS wt, COUNT(*) AS n
+    FROM ev GROUP BY SESSION(ts, INTERVAL '8' SECOND), k"""
+    got = run_query(DDL, sql, {"ev": EV})
+    want = duck(islands(8, select="""SELECT k, ws, we, we - INTERVAL '1 millisecond', COUNT(*)
+                                     FROM s GROUP BY ws, we, k"""), ev=EV)
+    assert rows(got) == rows(want)
+
+
+def test_global_sessions_and_keys_inside_a_session():
+    # No PARTITION BY: sessions over all events; the aggregate is then per key inside each session.
+    data = EV.filter(duck("SELECT (EXTRACT(epoch FROM ts)::BIGINT % 40) < 12 AS keep FROM ev", ev=EV).column("keep"))
+    sql = """SELECT window_start, window_end, k, COUNT(*) AS n
+    FROM TABLE(SESSION(TABLE ev, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY window_start, window_end, k"""
+    got = run_query(DDL, sql, {"ev": data})
+    want = duck(islands(3, keys="", select="SELECT ws, we, k, COUNT(*) FROM s GROUP BY ws, we, k"), ev=data)
+    assert rows(got) == rows(want)
+    assert len({r[0] for r in rows(got)}) > 10
+
+
+def test_partition_keys_with_more_grouping_keys():
+    sql = """SELECT window_start, window_end, k, big, COUNT(*) AS n
+    FROM TABLE(SESSION(TABLE (SELECT k, ts, price > 5 AS big FROM ev) PARTITION BY k, DESCRIPTOR(ts),
+                       INTERVAL '8' SECOND))
+    GROUP BY window_start, window_end, k, big"""
+    got = run_query(DDL, sql, {"ev": EV})
+    want = duck(islands(8, select="SELECT ws, we, k, price > 5, COUNT(*) FROM s GROUP BY ALL"), ev=EV)
+    assert rows(got) == rows(want)
+
+
+def test_session_table_function_without_aggregation():
+    data = EV.slice(0, 300)
+    sql = """SELECT k, v, ts, window_start, window_end
+    FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))"""
+    got = run_query(DDL, sql, {"ev": data})
+    want = duck(islands(8, select="SELECT k, v, ts, ws, we FROM s"), ev=data)
+    assert rows(got) == rows(want)
+    assert got.num_rows == data.num_rows
+
+
+CHAT_DDL = """CREATE STREAM chat (u VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' HOUR)
+  WITH (connector = 'memory');"""
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_the_chat_example_in_every_arrival_order(order):
+    # 13:02, 13:14 and 13:57 with a 30-minute gap: [13:02, 13:44) with two events and [13:57, 14:27).
+    times = [dt.datetime(2024, 1, 1, 13, 2), dt.datetime(2024, 1, 1, 13, 14), dt.datetime(2024, 1, 1, 13, 57)]
+    engine = dsms.Engine()
+    engine.execute(CHAT_DDL)
+    q = engine.query("""SELECT u, window_start, window_end, COUNT(*) AS n
+        FROM TABLE(SESSION(TABLE chat PARTITION BY u, DESCRIPTOR(ts), INTERVAL '30' MINUTE))
+        GROUP BY window_start, window_end, u""")
+    for i in order:
+        engine.insert("chat", [("ann", times[i])])
+        engine.run_until_idle()
+    engine.end_input()
+    engine.run_until_idle()
+    got = [(r["window_start"].strftime("%H:%M"), r["window_end"].strftime("%H:%M"), r["n"])
+           for r in q.snapshot().to_pylist()]
+    assert sorted(got) == [("13:02", "13:44", 2), ("13:57", "14:27", 1)]
+
+
+def test_a_session_closes_only_once_the_watermark_is_past_its_end():
+    # Sessions that touch merge (as Flink's TimeWindow.intersects): an event at exactly the end
+    # of a session extends it, so the session cannot be emitted while the watermark is at its end.
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    q = engine.query("""SELECT window_start, window_end, COUNT(*) AS n
+        FROM TABLE(SESSION(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end""")
+
+    def at(seconds):
+        return {"k": "a", "v": 1, "price": 1.0, "ts": BASE + dt.timedelta(seconds=seconds)}
+
+    engine.insert("ev", [at(0), at(15)])  # session [0, 10), watermark 10
+    engine.run_until_idle()
+    assert q.poll().num_rows == 0
+    engine.insert("ev", [at(10)])  # not late; joins [0, 10) and [15, 25) into [0, 25)
+    engine.run_until_idle()
+    engine.insert("ev", [at(40)])  # watermark 35: the session [0, 25) closes
+    engine.run_until_idle()
+    assert [(r["window_end"] - r["window_start"], r["n"]) for r in q.poll().to_pylist()] == \
+        [(dt.timedelta(seconds=25), 3)]
+
+
+def test_session_partition_keys_must_be_grouped():
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    with pytest.raises(dsms.SqlError, match="partitioned by k, which must also be in GROUP BY"):
+        engine.query("""SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts),
+            INTERVAL '8' SECOND)) GROUP BY window_start, window_end""")
+    with pytest.raises(dsms.SqlError, match="must be columns"):
+        engine.query("SELECT COUNT(*) FROM ev GROUP BY SESSION(ts, INTERVAL '8' SECOND), UPPER(k)")
+
+
+def test_tumble_over_session_results():
+    # window_time of a session is its end - 1 ms; a cascading window must see every session.
+    ddl = DDL + """CREATE VIEW sessions AS SELECT window_time AS rowtime, k, COUNT(*) AS n
+      FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '8' SECOND))
+      GROUP BY window_start, window_end, window_time, k;"""
+    sql = """SELECT window_start, COUNT(*) AS sessions, SUM(n) AS events
+      FROM TABLE(TUMBLE(TABLE sessions, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end"""
+    got = run_query(ddl, sql, {"ev": EV})
+    want = duck(islands(8, select="""SELECT time_bucket(INTERVAL '1 minute', we - INTERVAL '1 millisecond',
+        TIMESTAMP '1970-01-01') AS b, COUNT(DISTINCT (k, ws)), COUNT(*) FROM s GROUP BY b"""), ev=EV)
+    assert rows(got) == rows(want)
+
+
+INT_DDL = """CREATE STREAM ev (u BIGINT, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (connector = 'memory');"""
+
+
+@pytest.mark.parametrize("max_batch, nulls", [(3, False), (400, False), (100_000, False), (400, True)])
+def test_sessions_per_integer_key(max_batch, nulls):
+    # Integer keys without NULLs take another path (the open sessions are kept in order and each
+    # batch is merged in); small batches against many open sessions take the general one. All agree.
+    data = events(300 if max_batch < 10 else 1200, seed=29, keys=40, span_s=300, disorder_s=4.5)
+    users = pa.array([(None if nulls else 0) if k is None else int(k[1:]) * 7919 - 100_000
+                      for k in data.column("k").to_pylist()], pa.int64())
+    data = pa.table({"u": users, "v": data.column("v"), "ts": data.column("ts")})
+    sql = """SELECT window_start, window_end, u, COUNT(*) AS n, SUM(v) AS sv, MAX(v) AS hi
+    FROM TABLE(SESSION(TABLE ev PARTITION BY u, DESCRIPTOR(ts), INTERVAL '20' SECOND))
+    GROUP BY window_start, window_end, u"""
+    engine = dsms.Engine()
+    engine.execute(INT_DDL)
+    q = engine.query(sql)
+    feed(engine, "ev", data, max_batch=max_batch)
+    in_order = next(lg for lg in q.job.logics.values() if hasattr(lg, "ordered")).ordered.value
+    assert in_order == (max_batch > 3 and not nulls)
+    engine.end_input()
+    engine.run_until_idle()
+    want = duck(islands(20, keys="u", select="SELECT ws, we, u, COUNT(*), SUM(v), MAX(v) FROM s GROUP BY ws, we, u"),
+                ev=data)
+    assert rows(q.snapshot()) == rows(want)
