@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -22,10 +23,21 @@ demo: setup
 test: setup
 	$(BIN)/pytest -q
 
+# make bench also runs the Flink comparison once its venv exists (make bench-flink creates it).
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/windows.py
 	$(BIN)/python benchmarks/joins.py
+	@if [ -f $(FLINK_VENV)/.installed ]; then $(BIN)/python benchmarks/flink/bench.py; \
+	else echo "(Flink not set up: make bench-flink creates $(FLINK_VENV) and compares with Flink SQL)"; fi
+
+# Flink SQL streaming (PyFlink in its own venv, created on first use; needs Java 17).
+bench-flink: setup
+	$(BIN)/python benchmarks/flink/bench.py
+
+# The same queries on Flink and dsms, final rows compared (about two minutes; not part of make test).
+flink-conformance: setup
+	$(BIN)/python benchmarks/flink/conformance.py
 
 clean:
-	rm -rf $(VENV) examples/*/out benchmarks/data .pytest_cache
+	rm -rf $(VENV) examples/*/out benchmarks/data benchmarks/results .pytest_cache
