@@ -41,6 +41,7 @@ class SourceOp(OpSpec):
     time_column: str | None = None
     delay_us: int = 0
     lateness_us: int = 0
+    drop_late: bool = True  # False when no operator above acts on event time: every event is kept
     proctime_column: str | None = None  # filled with the processing time at arrival
     clock_watermark: bool = False  # the plan runs on processing time: the watermark is the clock
     idle_timeout_us: int = 0  # after this long without data the source is idle (ignored by the minimum)

@@ -20,6 +20,7 @@ from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
 from .expressions import col
+from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
 from .logical_late import LateScan
 from .logical_over import OverAggregate
@@ -62,6 +63,7 @@ class _Planner(JoinPlanning):
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = _required_columns(root)
+        self.timed_scans = scans_under_event_time(root)
         times = time_kinds(root)
         if len(times) > 1:  # one watermark drives a job
             raise _unsupported("a query that uses both processing time and event time",
@@ -212,7 +214,8 @@ class _Planner(JoinPlanning):
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
                         clock_watermark=self.processing_time and not late_only,
-                        idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only)
+                        idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
+                        drop_late=late_only or id(node) in self.timed_scans)
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -306,6 +309,43 @@ class _Planner(JoinPlanning):
 
 def _is_session(node: L.Node) -> bool:
     return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
+
+
+def uses_event_time(node: L.Node) -> bool:
+    """Whether an operator acts on the watermark: it would drop or mis-place events behind it."""
+    if isinstance(node, (L.WindowTVF, L.WindowAggregate, OverAggregate, SnapshotDiff)):
+        return True
+    if isinstance(node, TopN):
+        return node.kind in ("window", "first", "last")
+    if isinstance(node, Join):
+        return node.strategy in ("interval", "window", "temporal")
+    return False
+
+
+def scans_under_event_time(root: L.Node) -> set[int]:
+    """The scans with an event-time operator above them: only they drop late events.
+
+    A query that never acts on event time (a projection, a filter, a group
+    aggregate, a lookup join) keeps every event, as in Flink, where only
+    operators that fire on the watermark drop late data.
+    """
+    timed: set[int] = set()
+
+    def visit(node: L.Node, under: bool, seen: set) -> None:
+        key = (id(node), under)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if under:
+                timed.add(id(node))
+            return
+        below = under or uses_event_time(node)
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, False, set())
+    return timed
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:

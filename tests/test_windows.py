@@ -256,6 +256,29 @@ def test_late_events_are_dropped_counted_and_kept():
     assert sorted(kept.column("ts").to_pylist()) == sorted(t for t, x in zip(data.column("ts").to_pylist(), late) if x)
 
 
+def test_only_queries_that_act_on_event_time_drop_late_events():
+    # As in Flink: a projection or a group aggregate keeps every event; a window drops the late ones.
+    data = events(600, seed=9, disorder_s=12)
+    late = late_mask(data.column("ts").to_pylist(), 5)
+    assert sum(late) > 5
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    plain = engine.query("SELECT k, v, ts FROM ev WHERE price >= 0")
+    grouped = engine.query("SELECT k, COUNT(*) AS n FROM ev GROUP BY k")
+    windowed = engine.query("""SELECT window_start, COUNT(*) AS n
+        FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end""")
+    feed(engine, "ev", data)
+    engine.end_input()
+    engine.run_until_idle()
+    assert plain.snapshot().num_rows == data.num_rows and plain.job.late == {"ev": 0}
+    assert rows(grouped.snapshot()) == rows(duck("SELECT k, COUNT(*) FROM ev GROUP BY k", ev=data))
+    on_time = data.filter(pa.array([not x for x in late]))
+    assert rows(windowed.snapshot()) == rows(duck(
+        "SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01'), COUNT(*) FROM ev GROUP BY ALL",
+        ev=on_time))
+    assert windowed.job.late == {"ev": sum(late)}
+
+
 def test_each_window_is_emitted_once_when_the_watermark_passes_its_end():
     engine = dsms.Engine()
     engine.execute(DDL)

@@ -122,7 +122,7 @@ class SourceLogic:
         self.max_ts.value = max(self.max_ts.value, int(running[-1]))
         if self.spec.late_only:  # LATE(s): the late events are the stream
             return table.filter(pa.array(late))
-        if not late.any():
+        if not self.spec.drop_late or not late.any():
             return table
         self.late += int(late.sum())
         if self.late_log is not None:
