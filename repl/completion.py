@@ -204,9 +204,10 @@ class _Context:
             return _words(("VIEW",), "keyword")
         if len(words) > (2 if words[0] == "MATERIALIZED" else 1):
             return []
+        if_exists = [] if any(t.upper == "IF" for t in before) else _words(("IF EXISTS",), "keyword")
         if words[0] == "QUERY":
-            return _words(map(quote_name, self.queries), "query") + _words(("IF EXISTS",), "keyword")
-        return self.objects(DROP_KINDS.get(words[0], ())) + _words(("IF EXISTS",), "keyword")
+            return _words(map(quote_name, self.queries), "query") + if_exists
+        return self.objects(DROP_KINDS.get(words[0], ())) + if_exists
 
     def _after_pause(self, before):
         return _words(("QUERY",), "keyword") if len(before) == 1 else _words(map(quote_name, self.queries), "query") \

@@ -4,7 +4,9 @@ Two modes (``SET 'result_mode' = 'table' | 'changelog'``):
 
 * ``table`` (the default): the query's current result, a table redrawn in
   place above the prompt: a window's row appears when the window fires,
-  a retracted row disappears, an updated row changes.
+  a retracted row disappears, an updated row changes. An append-only
+  result is shown in arrival order (its last rows when it is long); an
+  updating one sorted by its columns, so a key's row keeps its place.
 * ``changelog``: every change as a row with its kind (``+I``, ``-U``,
   ``+U``, ``-D``), printed above the prompt as it arrives.
 
@@ -56,7 +58,8 @@ class LiveResult:
         if self.mode == "changelog":
             self.pending.append(changes)
         else:
-            self.table = self.handle.snapshot()
+            self.table = _in_place(self.handle.snapshot()) if self.handle.changelog == "updating" \
+                else self.handle.snapshot()
         return True
 
     def _sample(self) -> None:
@@ -124,6 +127,14 @@ class LiveResult:
             widths = [max(a, b) for a, b in zip(widths, self.widths)]
         self.widths = widths
         return widths
+
+
+def _in_place(table: pa.Table) -> pa.Table:
+    """An updating result sorted by its columns, left to right, so a changed row keeps its place."""
+    try:
+        return table.sort_by([(name, "ascending") for name in table.column_names])
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return table  # a column type without an order
 
 
 def _count(n: int, word: str) -> str:

@@ -117,10 +117,14 @@ class Shell:
         self.input.send_text(keys)
 
     async def run(self, text: str) -> None:
-        """Type ``text`` and Enter (each line ends with Enter), wait until it has run and the engine is idle."""
+        """Type ``text`` line by line, wait until it has run and the engine is idle."""
         before = self.handled
+        margin = 0
         for line in text.split("\n"):
-            self.send(line + "\r")
+            # After Enter the editor repeats the last line's indentation: type only what differs.
+            indent = len(line) - len(line.lstrip(" "))
+            self.send("\x7f" * max(0, margin - indent) + line[min(indent, margin):] + "\r")
+            margin = indent
         await until(lambda: self.handled > before, what=f"{text!r} to run", screen=self.screen)
         await self.settle()
 
