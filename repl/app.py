@@ -78,6 +78,7 @@ class Repl:
 
     async def run(self) -> None:
         """Read and run statements until ``\\q`` or Ctrl-D."""
+        self._loop = asyncio.get_running_loop()
         previous = _set_sigint(self._on_sigint)
         driver = asyncio.create_task(self._drive())
         try:
@@ -102,7 +103,11 @@ class Repl:
     async def _drive(self) -> None:
         while True:
             busy = self._step()
-            self._refresh_live()
+            try:
+                self._refresh_live()
+            except Exception as e:  # the driver must outlive any one view
+                self.live = None
+                self.error(f"internal error while showing the live result: {type(e).__name__}: {e}")
             await asyncio.sleep(0 if busy else self.tick)
 
     def _step(self) -> bool:
@@ -235,7 +240,7 @@ class Repl:
         """SIGINT outside the prompt (a statement is running): interrupt it; never end the shell."""
         if self._executing:
             raise KeyboardInterrupt
-        asyncio.get_event_loop().call_soon_threadsafe(self.stop_live)
+        self._loop.call_soon_threadsafe(self.stop_live)
 
     # -- the screen ----------------------------------------------------------------------
 

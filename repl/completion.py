@@ -189,6 +189,8 @@ class _Context:
     # -- statements other than queries -------------------------------------------------
 
     def _after_show(self, before):
+        if len(before) == 2 and before[1].upper == "PROGRESS":
+            return _words(map(quote_name, self.queries), "query")
         return _words(SHOW_TARGETS, "keyword") if len(before) == 1 else []
 
     def _after_describe(self, before):

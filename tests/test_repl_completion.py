@@ -98,6 +98,7 @@ def test_suggestions(catalog, marked, want):
 def test_queries_and_options(catalog):
     assert texts(catalog, "DROP QUERY |", queries=("query-3", "out")) == ['"query-3"', "out", "IF EXISTS"]
     assert texts(catalog, "PAUSE QUERY |", queries=("out",)) == ["out"]
+    assert texts(catalog, "SHOW PROGRESS |", queries=("query-1",)) == ['"query-1"']
     assert texts(catalog, "SET 'r|", options=("result_mode",)) == ["'result_mode'"]
     assert texts(catalog, "SET |", options=("result_mode",))[:3] == ["'result_mode'", "'batch.max_bytes'",
                                                                      "'batch.size'"]

@@ -2,6 +2,7 @@
 and with statements piped in."""
 
 import os
+import signal
 import subprocess
 
 from repl_helpers import DSMS, Terminal
@@ -33,6 +34,9 @@ def test_the_shell_in_a_terminal_shows_a_window_fire_and_survives_ctrl_c(tmp_pat
         term.wait_for("(2 rows)\nquery-1 stopped after 2 changes\n")
         term.send("SELECT 41 + 1 AS answer;\r")
         term.wait_for("answer\n------\n42\n(1 row)")
+        term.child.kill(signal.SIGINT)  # a signal at the prompt clears the line, nothing more
+        term.send("SELECT 'still here' AS s;\r")
+        term.wait_for("still here\n(1 row)")
         term.send("\\q\r")
         assert term.close() == 0
     finally:
