@@ -126,3 +126,17 @@ def test_quoted_names_are_offered_quoted():
 ])
 def test_enter_runs_only_a_complete_statement(text, complete):
     assert statement_complete(text) is complete
+
+
+def test_highlighting_colours_by_token_and_keeps_multi_line_tokens_whole():
+    from prompt_toolkit.document import Document
+
+    from dsms.repl.highlight import SqlLexer, highlight
+
+    styles = {text: style for style, text in highlight("SELECT COUNT(*), 'a;b', 42 FROM TABLE(TUMBLE(TABLE s")
+              if text.strip()}
+    assert styles["SELECT"] == styles["FROM"] == styles["TABLE"] == "class:sql.keyword"
+    assert styles["COUNT"] == styles["TUMBLE"] == "class:sql.function"
+    assert styles["'a;b'"] == "class:sql.string" and styles["42"] == "class:sql.number" and styles["s"] == ""
+    lines = SqlLexer().lex_document(Document("SELECT /* a\nb */ 1"))
+    assert lines(0)[-1] == ("class:sql.comment", "/* a") and lines(1)[0] == ("class:sql.comment", "b */")
