@@ -13,12 +13,15 @@ from .errors import DsmsError
 from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
-from .render import format_header, format_rows, format_value
+from .render import format_header, format_rows, format_watermark
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dsms", description="A declarative SQL continuous-query engine.")
+    parser = argparse.ArgumentParser(prog="dsms", description="A declarative SQL continuous-query engine. "
+                                     "With no command, opens the interactive shell (docs/repl.md).")
     parser.add_argument("--version", action="version", version=f"dsms {__version__}")
+    parser.add_argument("--state-dir", metavar="DIR", default=None,
+                        help="the shell: keep durable state and the shell's history in DIR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a script to completion (bounded sources) or until interrupted",
@@ -36,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 2
+        return shell(args.state_dir)
     try:
         text = _read(args.script)
         if args.command == "run":
@@ -49,6 +51,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def shell(state_dir: str | None) -> int:
+    """No command: the interactive shell on a terminal; statements piped in run as a script."""
+    if not sys.stdin.isatty():
+        try:
+            return run_script(sys.stdin.read(), os.getcwd())
+        except DsmsError as e:
+            print(str(e), file=sys.stderr)
+            return 1
+    from .repl import main as repl  # prompt-toolkit is loaded only when the shell starts
+
+    return repl(state_dir=state_dir)
 
 
 def _read(path: str) -> str:
@@ -175,7 +190,7 @@ class _Progress:
         events = events_read(self.engine)
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         marks = [s.watermark for j in jobs for _, s in j.sources if not s.finished]
-        wm = _format_watermark(min(marks)) if marks else "end of input"
+        wm = format_watermark(min(marks)) if marks else "end of input"
         late = sum(sum(j.late.values()) for j in jobs)
         return f"events {events:,}  watermark {wm}  {events / elapsed:,.0f} events/s  late {late:,}"
 
@@ -198,16 +213,6 @@ class _Progress:
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-
-
-def _format_watermark(wm: int) -> str:
-    import datetime as dt
-
-    from .runtime.operators.base import MIN_WATERMARK
-
-    if wm <= MIN_WATERMARK:
-        return "-"
-    return format_value(dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=wm))
 
 
 def events_read(engine: Engine) -> int:

@@ -6,6 +6,8 @@ import datetime as _dt
 
 import pyarrow as pa
 
+from .runtime.operators.base import MIN_WATERMARK
+
 
 def format_value(value) -> str:
     if value is None:
@@ -15,6 +17,13 @@ def format_value(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
     return str(value)
+
+
+def format_watermark(wm: int) -> str:
+    """A watermark (epoch microseconds) as a timestamp, or '-' before the first one."""
+    if wm <= MIN_WATERMARK:
+        return "-"
+    return format_value(_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=wm))
 
 
 def format_rows(table: pa.Table, widths: list[int] | None = None) -> tuple[list[str], list[int]]:

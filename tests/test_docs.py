@@ -7,10 +7,9 @@ import pkgutil
 import pytest
 
 # The sub-packages live in their own folders, so each is walked from its own path.
-PACKAGES = ["dsms", "dsms.grammar", "dsms.planner", "dsms.runtime"]
+PACKAGES = ["dsms", "dsms.grammar", "dsms.planner", "dsms.runtime", "dsms.repl"]
 MODULES = sorted({p for p in PACKAGES} | {
-    m.name for p in PACKAGES for m in pkgutil.walk_packages(importlib.import_module(p).__path__, p + ".")
-    if not m.name.startswith("dsms.repl")})
+    m.name for p in PACKAGES for m in pkgutil.walk_packages(importlib.import_module(p).__path__, p + ".")})
 
 
 @pytest.mark.parametrize("name", MODULES)
