@@ -1,0 +1,162 @@
+"""Gaps and islands with numpy: rows in (partition, start) order merged into sessions.
+
+Used by the session operator (session.py). Every row is an interval
+``[__s, __e)`` of one partition: an event ``[t, t + gap)`` or an open
+session. Sorted by partition and start, an interval starts a new session
+where it begins after every earlier interval of its partition has ended
+(as Flink's ``TimeWindow.intersects``: touching intervals merge)::
+
+    partition   a        a        a         b
+    interval    [0, 8)   [5, 13)  [20, 28)  [6, 14)
+    reach       8        13       28        14     running maximum of the ends
+    new session yes      no       yes       yes    start > reach before it, or a new partition
+
+The running maximum restarts per partition by lifting each partition's
+times above the previous partition's: one ``maximum.accumulate`` for all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .source import int64_values
+
+S, E = "__s", "__e"
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
+
+
+def int_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """An integer column without NULLs as int64 values in numpy (None for other columns, or uint64)."""
+    if not pa.types.is_integer(column.type) or column.type == pa.uint64() or column.null_count:
+        return None
+    if column.type != pa.int64():
+        column = column.cast(pa.int64())
+    return int64_values(column)
+
+
+class KeyFilter:
+    """Whether integer keys may be among a set: a one-hash Bloom filter, never a false negative.
+
+    A false positive costs only work: an open session taken for a
+    partition the batch does not have is merged with nothing and stays
+    as it was.
+    """
+
+    def __init__(self, keys: np.ndarray):
+        bits = max(10, int(np.ceil(np.log2(16 * len(keys) + 1))))  # a false positive rate of about 1/16
+        self._shift = np.uint64(64 - bits)
+        self._slots = np.zeros(1 << bits, dtype=bool)
+        self._slots[self._slot(keys)] = True
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        return (keys.view(np.uint64) * _GOLDEN) >> self._shift
+
+    def may_hold(self, keys: np.ndarray) -> np.ndarray:
+        return self._slots[self._slot(keys)]
+
+
+class Islands:
+    """Sessions found among rows: the rows' order, where each session starts in it, and its end."""
+
+    def __init__(self, order: np.ndarray | None, firsts: np.ndarray, ends: np.ndarray):
+        self.order = order  # the rows' permutation into (partition, start) order; None: in order already
+        self.firsts = firsts  # positions, in that order, of the rows that start a session
+        self.ends = ends  # each session's end
+        self.n = len(order) if order is not None else 0
+
+    @property
+    def lasts(self) -> np.ndarray:
+        lasts = np.empty_like(self.firsts)
+        lasts[:-1] = self.firsts[1:] - 1
+        lasts[-1] = self.n - 1
+        return lasts
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Each row's session number, in the rows' order."""
+        ids = np.zeros(self.n, dtype=np.int64)
+        ids[self.firsts[1:]] = 1
+        return np.cumsum(ids, out=ids)
+
+    def in_order(self, values: np.ndarray) -> np.ndarray:
+        return values[self.order] if self.order is not None else values
+
+    def reduce(self, values: np.ndarray, how: str) -> np.ndarray:
+        """Per session, the ``how`` (sum, min, max) of the rows' ``values``."""
+        values = self.in_order(values)
+        if how == "sum" and values.dtype.kind in "iu":  # exact (modulo 2**64, as any int64 sum)
+            total = np.cumsum(values)
+            return total[self.lasts] - total[self.firsts] + values[self.firsts]
+        if how == "sum":  # one pass over the rows; in their order, as a reduceat would add them
+            return np.bincount(self.ids, weights=values, minlength=len(self.firsts)).astype(values.dtype)
+        return _REDUCE[how].reduceat(values, self.firsts)
+
+
+_REDUCE = {"min": np.minimum, "max": np.maximum}
+
+
+def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
+    """The sessions of rows with integer partition values ``keys``, starts ``s`` and ends ``e``, in any order.
+
+    One sort of a combined int64 key (partition, start) when the ranges
+    allow it, the usual case: lifting each partition above the last one
+    (by the span of all times) then also restarts the running maximum of
+    the ends per partition. A lexicographic sort otherwise.
+    """
+    low, base = int(keys.min()), int(s.min())
+    span = int(e.max()) - base + 1
+    if (int(keys.max()) - low + 1) * span >= 2**62:
+        order = np.lexsort((s, keys))
+        sorted_keys = keys[order]
+        pid = np.zeros(len(keys), dtype=np.int64)
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=pid[1:])
+        found = sorted_islands(np.cumsum(pid, out=pid), s[order], e[order])
+        return Islands(order, found.firsts, found.ends)
+    lift = (keys - low) * span
+    start_key = lift + (s - base)
+    order = np.argsort(start_key)
+    start_key = start_key[order]
+    lift += e - base
+    reach = np.maximum.accumulate(lift[order])
+    firsts = _starts(start_key, reach)
+    found = Islands(order, firsts, None)
+    # Within a session the lift is the same: its end is the reach minus the first row's lifted start.
+    found.ends = reach[found.lasts] - start_key[firsts] + s[order[firsts]]
+    return found
+
+
+def sorted_islands(pid: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
+    """The sessions of rows in (partition id ``pid``, start ``s``) order; ``pid`` counts up from 0."""
+    n = len(s)
+    base, span = int(s.min()), int(e.max()) - int(s.min()) + 1
+    ls, le = s, e
+    if span * (int(pid[-1]) + 1) >= 2**62:  # times far apart: their order is all that matters
+        values, inverse = np.unique(np.concatenate([s, e]), return_inverse=True)
+        ls, le, base, span = inverse[:n], inverse[n:], 0, len(values)
+    lift = pid * span - base
+    firsts = _starts(ls + lift, np.maximum.accumulate(le + lift))
+    found = Islands(None, firsts, np.maximum.reduceat(e, firsts))
+    found.n = n
+    return found
+
+
+def _starts(start_key: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Rows that start a session: those starting after every earlier row (lifted) has ended."""
+    start = np.empty(len(start_key), dtype=bool)
+    start[0] = True
+    np.greater(start_key[1:], reach[:-1], out=start[1:])
+    return np.flatnonzero(start)
+
+
+def partition_ids(table: pa.Table, partition: tuple[str, ...]) -> np.ndarray:
+    """For rows in partition order: 0 for the first partition, then +1 at every change of partition."""
+    n = table.num_rows
+    new = np.zeros(n, dtype=bool)
+    for name in partition:
+        col = table.column(name).combine_chunks()
+        a, b = col.slice(1), col.slice(0, n - 1)
+        differs = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
+        new[1:] |= differs.to_numpy(zero_copy_only=False)
+    return np.cumsum(new, dtype=np.int64)
