@@ -111,7 +111,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         sql = S.render(S.chain_sql(chain))
         label = " -> ".join(n.label() for n in chain)
-        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
+        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
 
     plan_Filter = plan_Project = plan_per_batch
 
