@@ -17,6 +17,8 @@ times above the previous partition's: one ``maximum.accumulate`` for all.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +26,7 @@ import pyarrow.compute as pc
 from .source import int64_values
 
 S, E = "__s", "__e"
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads consecutive keys over the slots
 
 
 def int_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
@@ -37,21 +39,32 @@ def int_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
 
 
 class KeyFilter:
-    """Whether integer keys may be among a set: a one-hash Bloom filter, never a false negative.
+    """Whether integer keys may be among a set, never with a false negative.
 
-    A false positive costs only work: an open session taken for a
-    partition the batch does not have is merged with nothing and stays
-    as it was.
+    Keys in a range of at most 16 slots per key (user ids, say) are looked
+    up exactly in a table over that range; others in a one-hash Bloom
+    filter of 16 slots per key. A false positive costs only work: an open
+    session taken for a partition the batch does not have is merged with
+    nothing and stays as it was.
     """
 
     def __init__(self, keys: np.ndarray):
-        bits = max(10, int(np.ceil(np.log2(16 * len(keys) + 1))))  # a false positive rate of about 1/16
-        self._shift = np.uint64(64 - bits)
-        self._slots = np.zeros(1 << bits, dtype=bool)
-        self._slots[self._slot(keys)] = True
+        low, high = int(keys.min()), int(keys.max())
+        self._dense = high - low < 16 * len(keys) + 1024 and -(2**63) < low and high < 2**63 - 1
+        if self._dense:  # slots low - 1 and high + 1 stand for every key outside the range
+            self._low, self._high = low - 1, high + 1
+            self._slots = np.zeros(high - low + 3, dtype=bool)
+            self._slots[keys - self._low] = True
+        else:
+            bits = int(np.ceil(np.log2(16 * len(keys))))
+            self._shift = np.uint64(64 - bits)
+            self._slots = np.zeros(1 << bits, dtype=bool)
+            self._slots[self._slot(keys)] = True
 
     def _slot(self, keys: np.ndarray) -> np.ndarray:
-        return (keys.view(np.uint64) * _GOLDEN) >> self._shift
+        if self._dense:
+            return np.clip(keys, self._low, self._high) - self._low
+        return (keys.view(np.uint64) * _GOLDEN) >> self._shift  # Fibonacci hashing
 
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
         return self._slots[self._slot(keys)]
@@ -66,14 +79,14 @@ class Islands:
         self.ends = ends  # each session's end
         self.n = len(order) if order is not None else 0
 
-    @property
+    @functools.cached_property
     def lasts(self) -> np.ndarray:
         lasts = np.empty_like(self.firsts)
-        lasts[:-1] = self.firsts[1:] - 1
+        np.subtract(self.firsts[1:], 1, out=lasts[:-1])
         lasts[-1] = self.n - 1
         return lasts
 
-    @property
+    @functools.cached_property
     def ids(self) -> np.ndarray:
         """Each row's session number, in the rows' order."""
         ids = np.zeros(self.n, dtype=np.int64)
@@ -88,7 +101,10 @@ class Islands:
         values = self.in_order(values)
         if how == "sum" and values.dtype.kind in "iu":  # exact (modulo 2**64, as any int64 sum)
             total = np.cumsum(values)
-            return total[self.lasts] - total[self.firsts] + values[self.firsts]
+            out = total[self.lasts]
+            out -= total[self.firsts]
+            out += values[self.firsts]
+            return out
         if how == "sum":  # one pass over the rows; in their order, as a reduceat would add them
             return np.bincount(self.ids, weights=values, minlength=len(self.firsts)).astype(values.dtype)
         return _REDUCE[how].reduceat(values, self.firsts)
@@ -114,16 +130,17 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=pid[1:])
         found = sorted_islands(np.cumsum(pid, out=pid), s[order], e[order])
         return Islands(order, found.firsts, found.ends)
-    lift = (keys - low) * span
-    start_key = lift + (s - base)
+    lift = keys - low  # in place from here on: fewer temporary arrays
+    lift *= span
+    lift -= base
+    start_key = s + lift
     order = np.argsort(start_key)
     start_key = start_key[order]
-    lift += e - base
-    reach = np.maximum.accumulate(lift[order])
-    firsts = _starts(start_key, reach)
-    found = Islands(order, firsts, None)
+    lift += e
+    reach = np.maximum.accumulate(lift[order], out=lift)
+    found = Islands(order, _starts(start_key, reach), None)
     # Within a session the lift is the same: its end is the reach minus the first row's lifted start.
-    found.ends = reach[found.lasts] - start_key[firsts] + s[order[firsts]]
+    found.ends = reach[found.lasts] - start_key[found.firsts] + s[order[found.firsts]]
     return found
 
 
