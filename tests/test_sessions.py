@@ -91,6 +91,7 @@ def test_partition_keys_with_more_grouping_keys():
     got = run_query(DDL, sql, {"ev": EV})
     want = duck(islands(8, select="SELECT ws, we, k, price > 5, COUNT(*) FROM s GROUP BY ALL"), ev=EV)
     assert rows(got) == rows(want)
+    assert session_spec(sql).sql.direct is None  # a computed column: the rows come from a DuckDB statement
 
 
 def test_session_table_function_without_aggregation():
@@ -148,6 +149,12 @@ def test_a_session_closes_only_once_the_watermark_is_past_its_end():
         [(dt.timedelta(seconds=25), 3)]
 
 
+def session_spec(sql: str, ddl: str = DDL):
+    engine = dsms.Engine()
+    engine.execute(ddl)
+    return next(op for op in engine.query(sql).job.plan.ops if type(op).__name__ == "SessionOp")
+
+
 def test_session_partition_keys_must_be_grouped():
     engine = dsms.Engine()
     engine.execute(DDL)
@@ -191,6 +198,7 @@ def test_sessions_per_integer_key(max_batch, nulls):
     q = engine.query(sql)
     feed(engine, "ev", data, max_batch=max_batch)
     paths = next(lg for lg in q.job.logics.values() if hasattr(lg, "batches")).batches
+    assert session_spec(sql, INT_DDL).sql.direct is not None  # the rows are taken from the batch's columns
     assert (paths["general"] > 0) == nulls and (nulls or paths["numpy"] > 0)
     engine.end_input()
     engine.run_until_idle()

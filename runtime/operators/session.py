@@ -89,7 +89,7 @@ class SessionLogic(Logic):
     # -- batches ------------------------------------------------------------------------
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        rows = conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+        rows = self._rows(batch)
         if rows.num_rows == 0:
             return []
         alive = self._open_from(self.fired.value)
@@ -111,6 +111,28 @@ class SessionLogic(Logic):
         if self.spec.emit.mode != "changes":
             visible = visible.filter(pc.less(visible.column(E), self.fired.value))  # only closed sessions
         return self._diff(visible, rows)
+
+    def _rows(self, batch: pa.Table) -> pa.Table:
+        """One state row per event: straight from the batch's columns when the plan allows, else by DuckDB."""
+        direct = self.spec.sql.direct
+        if direct is None or not all(c is None or c in batch.column_names for _, _, c in direct):
+            return conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+        columns = []
+        for _, how, name in direct:
+            if how == "one":
+                columns.append(pa.array(np.ones(batch.num_rows, dtype=np.int64)))
+                continue
+            column = batch.column(name)
+            if how == "valid":
+                column = pc.is_valid(column).cast(pa.int64())
+            elif how in ("start", "end"):
+                if not (pa.types.is_timestamp(column.type) and column.type.unit == "us"):
+                    return conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+                column = pa.chunked_array([c.view(pa.int64()) for c in column.chunks], pa.int64())  # epoch us
+                if how == "end":
+                    column = pc.add(column, self.spec.window.gap)
+            columns.append(column)
+        return conform(pa.table(columns, names=[n for n, _, _ in direct]), self.spec.state_schema)
 
     def _int_keys(self, rows: pa.Table) -> np.ndarray | None:
         """The batch's partition values for the numpy path: one integer column without NULLs, or none."""
@@ -169,7 +191,7 @@ class SessionLogic(Logic):
 
     def _open_sessions(self, alive: int) -> pa.Table:
         """Every open session, as one table."""
-        tables = [t.filter(pc.greater_equal(t.column(E), alive)) for _, t in self._runs()]
+        tables = [t.take(np.flatnonzero(int64_values(t.column(E)) >= alive)) for _, t in self._runs()]
         return pa.concat_tables(tables) if tables else self.spec.state_schema.empty_table()
 
     def _take_all(self, alive: int) -> pa.Table:
@@ -243,10 +265,11 @@ class SessionLogic(Logic):
         for k, t in self._runs():
             ends = int64_values(t.column(E))
             closing = (ends >= fired) & (ends < watermark)
-            if closing.any():
-                newly.append(t.filter(pa.array(closing)))
+            closing = np.flatnonzero(closing)  # a take of indexes is twice as fast as a filter by a mask
+            if len(closing):
+                newly.append(t.take(closing))
             if self.emitted is not None:  # what is closed and still kept, for the corrections
-                visible.append(t.filter(pa.array((ends >= self._open_from(fired)) & (ends < watermark))))
+                visible.append(t.take(np.flatnonzero((ends >= self._open_from(fired)) & (ends < watermark))))
             if ends.max() < keep_from:
                 self.runs.pop(k)
         out: list[pa.Table] = []
