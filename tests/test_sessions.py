@@ -182,12 +182,14 @@ INT_DDL = """CREATE STREAM ev (u BIGINT, v BIGINT, ts TIMESTAMP(3), WATERMARK FO
   WITH (connector = 'memory');"""
 
 
-@pytest.mark.parametrize("max_batch, nulls", [(3, False), (400, False), (100_000, False), (400, True)])
-def test_sessions_per_integer_key(max_batch, nulls):
+@pytest.mark.parametrize("max_batch, nulls, spread", [(3, False, 7919), (400, False, 7919), (100_000, False, 7919),
+                                                      (400, True, 7919), (400, False, 1), (400, False, 2**55)])
+def test_sessions_per_integer_key(max_batch, nulls, spread):
     # Integer keys without NULLs are sorted with numpy; NULL keys take the general path (a DuckDB sort).
-    # Both agree with the oracle, in batches of every size.
+    # Both agree with the oracle, in batches of every size. Keys close together are looked up in a
+    # table, others in a Bloom filter; keys too far apart for one combined sort key are sorted in two.
     data = events(300 if max_batch < 10 else 1200, seed=29, keys=40, span_s=300, disorder_s=4.5)
-    users = pa.array([(None if nulls else 0) if k is None else int(k[1:]) * 7919 - 100_000
+    users = pa.array([(None if nulls else 0) if k is None else int(k[1:]) * spread - 100_000
                       for k in data.column("k").to_pylist()], pa.int64())
     data = pa.table({"u": users, "v": data.column("v"), "ts": data.column("ts")})
     sql = """SELECT window_start, window_end, u, COUNT(*) AS n, SUM(v) AS sv, MAX(v) AS hi

@@ -215,8 +215,7 @@ class SessionLogic(Logic):
         ``keys``: the rows' integer partition values, if the partition is one.
         """
         spec = self.spec
-        firsts = found.order[found.firsts] if found.order is not None else found.firsts
-        starts = int64_values(t.column(S))[firsts]
+        firsts, starts = found.first_rows, found.starts
         partials = [t.column(c) for c, _ in spec.merges]
         if spec.aggs and not spec.group and all(_plain_number(p) for p in partials):
             columns = {}
@@ -324,11 +323,11 @@ def _plain_number(column: pa.ChunkedArray) -> bool:
 
 
 def _numbers(column: pa.ChunkedArray) -> np.ndarray:
-    array = column.combine_chunks()
-    if array.type in (pa.int64(), pa.float64()):  # the buffer as it is (to_numpy costs milliseconds)
-        return np.frombuffer(array.buffers()[1], dtype=array.type.to_pandas_dtype(),
-                             count=len(array) + array.offset)[array.offset:]
-    return array.to_numpy()
+    if column.type == pa.int64():
+        return int64_values(column)
+    if column.type == pa.float64():  # the buffer as it is (to_numpy costs milliseconds)
+        return int64_values(column).view(np.float64)
+    return column.combine_chunks().to_numpy()
 
 
 def _window_columns(table: pa.Table) -> dict:

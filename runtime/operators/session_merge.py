@@ -71,13 +71,15 @@ class KeyFilter:
 
 
 class Islands:
-    """Sessions found among rows: the rows' order, where each session starts in it, and its end."""
+    """Sessions found among n rows: the rows' order, where each session starts in it, its start and end."""
 
-    def __init__(self, order: np.ndarray | None, firsts: np.ndarray, ends: np.ndarray):
+    def __init__(self, order: np.ndarray | None, firsts: np.ndarray, n: int, s: np.ndarray):
         self.order = order  # the rows' permutation into (partition, start) order; None: in order already
         self.firsts = firsts  # positions, in that order, of the rows that start a session
-        self.ends = ends  # each session's end
-        self.n = len(order) if order is not None else 0
+        self.n = n
+        self.first_rows = order[firsts] if order is not None else firsts  # those rows, as given
+        self.starts = s[self.first_rows]  # each session's start (its first row's)
+        self.ends: np.ndarray | None = None  # each session's end
 
     @functools.cached_property
     def lasts(self) -> np.ndarray:
@@ -129,7 +131,9 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
         pid = np.zeros(len(keys), dtype=np.int64)
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=pid[1:])
         found = sorted_islands(np.cumsum(pid, out=pid), s[order], e[order])
-        return Islands(order, found.firsts, found.ends)
+        ordered = Islands(order, found.firsts, len(keys), s)
+        ordered.ends = found.ends
+        return ordered
     lift = keys - low  # in place from here on: fewer temporary arrays
     lift *= span
     lift -= base
@@ -138,9 +142,12 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
     start_key = start_key[order]
     lift += e
     reach = np.maximum.accumulate(lift[order], out=lift)
-    found = Islands(order, _starts(start_key, reach), None)
+    found = Islands(order, _starts(start_key, reach), len(keys), s)
     # Within a session the lift is the same: its end is the reach minus the first row's lifted start.
-    found.ends = reach[found.lasts] - start_key[found.firsts] + s[order[found.firsts]]
+    ends = reach[found.lasts]
+    ends -= start_key[found.firsts]
+    ends += found.starts
+    found.ends = ends
     return found
 
 
@@ -153,9 +160,8 @@ def sorted_islands(pid: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
         values, inverse = np.unique(np.concatenate([s, e]), return_inverse=True)
         ls, le, base, span = inverse[:n], inverse[n:], 0, len(values)
     lift = pid * span - base
-    firsts = _starts(ls + lift, np.maximum.accumulate(le + lift))
-    found = Islands(None, firsts, np.maximum.reduceat(e, firsts))
-    found.n = n
+    found = Islands(None, _starts(ls + lift, np.maximum.accumulate(le + lift)), n, s)
+    found.ends = np.maximum.reduceat(e, found.firsts)
     return found
 
 
