@@ -165,8 +165,8 @@ class SessionLogic(Logic):
             dead[taken] = DEAD
             self.runs.replace(k, t.set_column(t.schema.get_field_index(E), t.schema.field(E), pa.array(dead)))
         if len(pieces) == 1:
-            return rows.combine_chunks(), keys
-        return pa.concat_tables(pieces).combine_chunks(), np.concatenate(piece_keys)
+            return rows, keys
+        return pa.concat_tables(pieces), np.concatenate(piece_keys)  # columns are combined as they are read
 
     def _general(self, rows: pa.Table, alive: int) -> pa.Table:
         """The batch and the open sessions it can reach, in (partition, start) order (DuckDB sort).
@@ -228,7 +228,7 @@ class SessionLogic(Logic):
                 columns[c] = pa.array(found.reduce(_numbers(p), how))
             return conform(pa.table(columns), spec.state_schema)
         if found.order is not None:
-            t = t.take(pa.array(found.order))
+            t = t.combine_chunks().take(pa.array(found.order))
         ids = found.ids
         if not spec.aggs:  # unaggregated: every row, with its session's bounds
             t = t.set_column(t.schema.get_field_index(S), S, pa.array(starts[ids]))
