@@ -207,3 +207,18 @@ def test_sessions_per_integer_key(max_batch, nulls, spread):
     want = duck(islands(20, keys="u", select="SELECT ws, we, u, COUNT(*), SUM(v), MAX(v) FROM s GROUP BY ws, we, u"),
                 ev=data)
     assert rows(q.snapshot()) == rows(want)
+
+
+@pytest.mark.parametrize("high, step", [(2**40, 1), (2**42, 1000), (2**52, 1), (2**62, 1)])
+def test_sort_order_of_packed_keys(high, step):
+    # Keys and row numbers packed in one int64 and sorted; keys too wide lose low bits and are checked.
+    import numpy as np
+
+    from dsms.runtime.operators.session_merge import sort_order
+
+    key = np.random.default_rng(high % 97).integers(0, high, 5000) * step
+    key[:50] = key[50:100]  # equal keys
+    order, ordered = sort_order(key)
+    assert sorted(order.tolist()) == list(range(len(key)))
+    assert np.array_equal(key[order], ordered) and np.array_equal(ordered, np.sort(key))
+

@@ -137,9 +137,7 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
     lift = keys - low  # in place from here on: fewer temporary arrays
     lift *= span
     lift -= base
-    start_key = s + lift
-    order = np.argsort(start_key)
-    start_key = start_key[order]
+    order, start_key = sort_order(s + lift)
     lift += e
     reach = np.maximum.accumulate(lift[order], out=lift)
     found = Islands(order, _starts(start_key, reach), len(keys), s)
@@ -149,6 +147,33 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
     ends += found.starts
     found.ends = ends
     return found
+
+
+def sort_order(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The permutation that sorts non-negative ``key`` (equal keys in any order), and the sorted keys.
+
+    Sorting the keys with each row's index in their low bits is about three
+    times faster than an argsort. When the index does not fit beside the
+    key, the key's lowest bits make room (at most 9: times in milliseconds
+    then still differ); the order is checked, and an argsort taken if keys
+    that close came out of order.
+    """
+    n = len(key)
+    index_bits = max(1, (n - 1).bit_length())
+    shift = max(0, int(key.max()).bit_length() + index_bits - 63)
+    if shift > 9:
+        order = np.argsort(key)
+        return order, key[order]
+    packed = key >> shift
+    packed <<= index_bits
+    packed |= np.arange(n)
+    packed.sort()
+    packed &= (1 << index_bits) - 1
+    ordered = key[packed]
+    if shift and np.any(ordered[1:] < ordered[:-1]):
+        packed = np.argsort(key)
+        ordered = key[packed]
+    return packed, ordered
 
 
 def sorted_islands(pid: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
