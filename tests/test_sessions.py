@@ -218,6 +218,7 @@ def test_sort_order_of_packed_keys(high, step):
 
     key = np.random.default_rng(high % 97).integers(0, high, 5000) * step
     key[:50] = key[50:100]  # equal keys
+    key[100:150] = key[150:200] + step  # a larger key before a smaller one, as close as times can be
     order, ordered = sort_order(key)
     assert sorted(order.tolist()) == list(range(len(key)))
     assert np.array_equal(key[order], ordered) and np.array_equal(ordered, np.sort(key))
