@@ -1,6 +1,6 @@
 """DuckDB SQL for session windows: gaps and islands over open sessions and a batch.
 
-A session operator keeps its open sessions as one Arrow table (the state),
+A session operator keeps its open sessions as Arrow tables (the state),
 one row per (partition, session, grouping key) with partial aggregates,
 or one row per event when the sessions are not aggregated (a SESSION
 table function on its own). Columns: the partition keys, ``__s`` and
@@ -9,9 +9,11 @@ is the session ``[t, t + gap)``), then the grouping keys, COUNT(DISTINCT)
 columns and partial columns.
 
 Per batch, the operator turns the batch into one row per event
-(:attr:`SessionSql.rows`), takes the state rows of the partitions the
-batch touches (``touched``), sorts both by partition and time (``sort``)
-and merges overlapping or touching intervals with numpy (a new session
+(:attr:`SessionSql.rows`, or straight from the batch's columns when
+:func:`direct_rows` says how), takes the state rows of the partitions the
+batch touches, sorts both by partition and time (with numpy for one
+integer partition column; else ``touched`` and ``sort`` in DuckDB) and
+merges overlapping or touching intervals with numpy (a new session
 starts where an interval begins after every earlier one of its partition
 has ended, as Flink's ``TimeWindow.intersects``)::
 
