@@ -103,7 +103,7 @@ class SessionLogic(Logic):
             found = sorted_islands(partition_ids(merged, self.spec.partition),
                                    int64_values(merged.column(S)), int64_values(merged.column(E)))
             self.batches["general"] += 1
-        sessions = self._sessions(merged, found, keys)
+        sessions = self._sessions(merged, found)
         self._add_run(sessions, alive)
         if self.emitted is None:
             return []
@@ -209,20 +209,17 @@ class SessionLogic(Logic):
         if len(self.runs) > MAX_RUNS:  # many small batches: one run again, without the dead and closed rows
             self.runs.replace(0, self._take_all(alive).combine_chunks())
 
-    def _sessions(self, t: pa.Table, found: Islands, keys: np.ndarray | None) -> pa.Table:
-        """The sessions ``found`` among ``t``'s rows, as state rows in (partition, start) order.
-
-        ``keys``: the rows' integer partition values, if the partition is one.
-        """
+    def _sessions(self, t: pa.Table, found: Islands) -> pa.Table:
+        """The sessions ``found`` among ``t``'s rows, as state rows in (partition, start) order."""
         spec = self.spec
-        firsts, starts = found.first_rows, found.starts
+        starts = found.starts
         partials = [t.column(c) for c, _ in spec.merges]
         if spec.aggs and not spec.group and all(_plain_number(p) for p in partials):
             columns = {}
-            if keys is not None and spec.partition:
-                columns[spec.partition[0]] = pa.array(keys[firsts])
+            if found.keys is not None and spec.partition:
+                columns[spec.partition[0]] = pa.array(found.keys)
             else:
-                columns.update({c: t.column(c).take(pa.array(firsts)) for c in spec.partition})
+                columns.update({c: t.column(c).take(pa.array(found.first_rows)) for c in spec.partition})
             columns[S], columns[E] = pa.array(starts), pa.array(found.ends)
             for (c, how), p in zip(spec.merges, partials):
                 columns[c] = pa.array(found.reduce(_numbers(p), how))

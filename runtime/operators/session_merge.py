@@ -73,13 +73,19 @@ class KeyFilter:
 class Islands:
     """Sessions found among n rows: the rows' order, where each session starts in it, its start and end."""
 
-    def __init__(self, order: np.ndarray | None, firsts: np.ndarray, n: int, s: np.ndarray):
+    def __init__(self, order: np.ndarray | None, firsts: np.ndarray, n: int):
         self.order = order  # the rows' permutation into (partition, start) order; None: in order already
         self.firsts = firsts  # positions, in that order, of the rows that start a session
         self.n = n
-        self.first_rows = order[firsts] if order is not None else firsts  # those rows, as given
-        self.starts = s[self.first_rows]  # each session's start (its first row's)
-        self.ends: np.ndarray | None = None  # each session's end
+        # Per session: its start and end, and its integer partition value (when the rows had one).
+        self.starts: np.ndarray | None = None
+        self.ends: np.ndarray | None = None
+        self.keys: np.ndarray | None = None
+
+    @functools.cached_property
+    def first_rows(self) -> np.ndarray:
+        """The rows that start a session, as given."""
+        return self.order[self.firsts] if self.order is not None else self.firsts
 
     @functools.cached_property
     def lasts(self) -> np.ndarray:
@@ -131,19 +137,24 @@ def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
         pid = np.zeros(len(keys), dtype=np.int64)
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=pid[1:])
         found = sorted_islands(np.cumsum(pid, out=pid), s[order], e[order])
-        ordered = Islands(order, found.firsts, len(keys), s)
-        ordered.ends = found.ends
-        return ordered
+        found.order = order
+        found.keys = keys[found.first_rows]
+        return found
     lift = keys - low  # in place from here on: fewer temporary arrays
     lift *= span
     lift -= base
     order, start_key = sort_order(s + lift)
     lift += e
     reach = np.maximum.accumulate(lift[order], out=lift)
-    found = Islands(order, _starts(start_key, reach), len(keys), s)
-    # Within a session the lift is the same: its end is the reach minus the first row's lifted start.
+    found = Islands(order, _starts(start_key, reach), len(keys))
+    # The first row's combined key holds the session's partition and start; within a session the
+    # lift is the same, so its end is the reach minus the first row's lifted start.
+    first_key = start_key[found.firsts]
+    found.keys = first_key // span
+    found.starts = first_key - found.keys * span + base
+    found.keys += low
     ends = reach[found.lasts]
-    ends -= start_key[found.firsts]
+    ends -= first_key
     ends += found.starts
     found.ends = ends
     return found
@@ -185,7 +196,8 @@ def sorted_islands(pid: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:
         values, inverse = np.unique(np.concatenate([s, e]), return_inverse=True)
         ls, le, base, span = inverse[:n], inverse[n:], 0, len(values)
     lift = pid * span - base
-    found = Islands(None, _starts(ls + lift, np.maximum.accumulate(le + lift)), n, s)
+    found = Islands(None, _starts(ls + lift, np.maximum.accumulate(le + lift)), n)
+    found.starts = s[found.firsts]
     found.ends = np.maximum.reduceat(e, found.firsts)
     return found
 
