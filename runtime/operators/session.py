@@ -329,5 +329,10 @@ def _numbers(column: pa.ChunkedArray) -> np.ndarray:
 
 def _window_columns(table: pa.Table) -> dict:
     s, e = table.column(S), table.column(E)
-    return {"window_start": s.cast(pa.timestamp("us")), "window_end": e.cast(pa.timestamp("us")),
-            "window_time": pc.subtract(e, WINDOW_TIME_OFFSET_US).cast(pa.timestamp("us"))}
+    return {"window_start": _timestamps(s), "window_end": _timestamps(e),
+            "window_time": _timestamps(pc.subtract(e, WINDOW_TIME_OFFSET_US))}
+
+
+def _timestamps(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Epoch microseconds as timestamps, without a copy."""
+    return pa.chunked_array([c.view(pa.timestamp("us")) for c in column.chunks], pa.timestamp("us"))
