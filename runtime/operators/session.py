@@ -10,11 +10,13 @@ Input delta -> output delta::
                   (session, key), then forgotten (kept another `lateness`
                   when corrections are allowed)
 
-The open sessions are kept in *runs*: each batch adds one run, the
-sessions it created or changed. A batch takes out of the older runs only
-the open sessions of the partitions it has (found with a Bloom filter of
-its keys), marks them dead there (end = DEAD) and merges them with its
-events into its new run; the other sessions are not copied. A run is
+The open sessions are kept in *runs* (a PaneState of the state store,
+run number -> table, so a snapshot holds them): each batch adds one run,
+the sessions it created or changed. A batch takes out of the older runs
+only the open sessions of the partitions it has (looked up in a table or
+Bloom filter of its keys, ``KeyFilter``), marks them dead there (end =
+DEAD) and merges them with its events into its new run; the other
+sessions are not copied. A run is
 dropped once all its sessions have closed, a few batches after it was
 made, and the runs are compacted into one when there are more than
 ``MAX_RUNS``. A session is *open* while its end is at or above the
@@ -29,7 +31,8 @@ dead or closed rows are skipped by every later batch::
 With one integer partition column (a user id) or none, the batch and the
 sessions it takes are put in (partition, start) order by one numpy sort;
 other partition columns take the general path: all open sessions that the
-batch can reach are sorted with it in DuckDB.
+batch can reach are sorted with it in DuckDB. When the plan only picks
+the batch's columns, its rows are made with Arrow, not a DuckDB statement.
 
 A session ``[s, e)`` closes only when the watermark is past ``e``: an
 event at exactly ``e`` (not late while the watermark is ``e``) would still
