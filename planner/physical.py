@@ -60,6 +60,9 @@ class CalcOp(OpSpec):
     """Filter, project and assign windows: one SQL statement per batch."""
 
     sql: str = ""
+    # When the statement only picks and renames columns: (output column, input column) pairs, which
+    # the runtime applies to the Arrow batch without running the statement.
+    picks: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

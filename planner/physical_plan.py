@@ -111,7 +111,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         sql = S.render(S.chain_sql(chain))
         label = " -> ".join(n.label() for n in chain)
-        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql)
+        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
 
     plan_Filter = plan_Project = plan_per_batch
 
@@ -246,7 +246,8 @@ class _Planner(JoinPlanning):
             base = node.input
         base_id = self.op_for(base)
         needed = self.required.get(id(node), set(node.schema.names))
-        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed)
+        picks = S.column_picks(chain) if chain else tuple((n, n) for n in node.input.schema.names)
+        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed, picks)
         schema = None
         if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
             kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)

@@ -16,7 +16,7 @@ from .physical import OP, PartialAgg
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import q
 from .sqlgen_over import over_sql
-from .sqlgen_session import partial_columns, session_sql, session_state_schema
+from .sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from .types import Schema
 
@@ -27,10 +27,13 @@ def output_schema(node: L.Node) -> pa.Schema:
     return schema.append(pa.field(OP, pa.int8())) if node.changelog == L.UPDATING else schema
 
 
-def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql: str, needed: set[str]) -> dict:
+def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql: str, needed: set[str],
+                   picks: tuple[tuple[str, str], ...] | None = None) -> dict:
     """The fields of a SessionOp computing ``node`` from rows given by ``inner_sql``.
 
-    ``needed``: the columns of the node's output read above it.
+    ``needed``: the columns of the node's output read above it; ``picks``:
+    (row column, batch column) pairs when ``inner_sql`` only picks and
+    renames the batch's columns.
     """
     w = node.window
     schema = node.input.schema
@@ -49,8 +52,9 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         aggs = tuple(_partial_agg(i, a) for i, a in enumerate(node.aggs))
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
-    sql = session_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema)
-    merges = tuple((n, fn) for n, _, fn, _ in partials or ())
+    direct = direct_rows(picks, w.time_col, partials, state_schema, schema)
+    sql = session_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema, direct)
+    merges = tuple((p.name, p.merge) for p in partials or ())
     fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, sql=sql, merges=merges,
                   state_schema=state_schema, emit=emit)
     if emit.updating:

@@ -149,5 +149,22 @@ def chain_sql(chain: list[L.Node], base: exp.Expression | None = None) -> exp.Se
     return sql
 
 
+def column_picks(chain: list[L.Node]) -> tuple[tuple[str, str], ...] | None:
+    """For a chain of projections of bare columns: (output column, input column) pairs; None otherwise."""
+    picks = None
+    for node in chain:
+        if not isinstance(node, L.Project) or node.changelog == L.UPDATING:
+            return None
+        sources = dict(picks) if picks is not None else None
+        step = []
+        for name, e in node.exprs:
+            field = node.input.schema.find(e.name) if isinstance(e, exp.Column) and not e.table else None
+            if field is None or (sources is not None and field.name not in sources):
+                return None
+            step.append((name, sources[field.name] if sources is not None else field.name))
+        picks = tuple(step)
+    return picks
+
+
 def render(tree: exp.Expression) -> str:
     return tree.sql(dialect=DIALECT)

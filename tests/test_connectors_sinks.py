@@ -178,6 +178,24 @@ def test_parquet_row_groups_positions_and_truncate(tmp_path):
     assert pq.read_table(path).column("id").to_pylist() == [1, 2, 1]
 
 
+def test_parquet_integers_and_times_are_delta_encoded_and_read_back_by_duckdb(tmp_path):
+    import duckdb
+
+    schema = pa.schema([("i8", pa.int8()), ("u64", pa.uint64()), ("i64", pa.int64()), ("day", pa.date32()),
+                        ("ts", TS), ("name", pa.string()), ("ratio", pa.float64())])
+    table = pa.table({"i8": [1, None, -128], "u64": [2**64 - 1, 0, None], "i64": [-(2**63), 2**63 - 1, None],
+                      "day": [date(1900, 1, 1), None, date(2024, 2, 29)],
+                      "ts": [datetime(1969, 12, 31, 23, 59, 59, 999900), datetime(2024, 1, 1), None],
+                      "name": ["a", None, "a"], "ratio": [0.5, None, 0.5]}, schema=schema)
+    path = _write(tmp_path, "parquet", pa.concat_tables([table] * 3), schema)
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    assert all("DELTA_BINARY_PACKED" in encodings[c] for c in ("i8", "u64", "i64", "day", "ts"))
+    assert all("RLE_DICTIONARY" in encodings[c] for c in ("name", "ratio"))
+    got = duckdb.connect().sql(f"SELECT * FROM read_parquet('{path}')").fetchall()
+    assert got == [tuple(r.values()) for r in table.to_pylist()] * 3
+
+
 def test_parquet_resume_from_an_unfinished_file_is_refused(tmp_path):
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"PAR1 half written")

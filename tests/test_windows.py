@@ -113,6 +113,26 @@ def test_filter_projection_and_scalar_functions_before_the_window():
     assert rows(got) == rows(want)
 
 
+def test_projections_that_only_pick_columns_skip_the_statement():
+    # Renaming window results (and renaming again) is done on the Arrow batch; computing is not.
+    sql = """SELECT c AS total, s AS begins FROM (
+        SELECT window_start AS s, k AS key, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts),
+        INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k)"""
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    q = engine.query(sql)
+    calcs = [op for op in q.job.plan.ops if type(op).__name__ == "CalcOp"]
+    assert [op.picks for op in calcs] == [(("total", "agg0"), ("begins", "window_start"))]
+    feed(engine, "ev", EV, max_batch=40)
+    engine.end_input()
+    engine.run_until_idle()
+    want = duck("""SELECT COUNT(*), time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01') AS ws
+                   FROM ev GROUP BY ws, k""", ev=EV)
+    assert q.snapshot().column_names == ["total", "begins"] and rows(q.snapshot()) == rows(want)
+    computed = engine.query("SELECT v + 1 AS w, k FROM ev")
+    assert [op.picks for op in computed.job.plan.ops if type(op).__name__ == "CalcOp"] == [None]
+
+
 def test_union_all_of_two_streams():
     ddl = """
     CREATE STREAM imp (ad BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '4' SECOND)

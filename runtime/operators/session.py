@@ -2,18 +2,37 @@
 
 Input delta -> output delta::
 
-    batch       : rows -> merged into the open sessions of their partitions
-                  (rows in (partition, start) order, then gaps and islands with
-                  numpy; see planner/sqlgen_session.py);
+    batch       : rows -> merged with the open sessions of their partitions
+                  (gaps and islands, see session_merge.py);
                   nothing out by default; changes out with EMIT CHANGES, and
                   corrections of already emitted sessions under ALLOWED LATENESS
     watermark W : every session with end < W is closed -> one row per
-                  (session, key); dropped from the state (kept another
-                  `lateness` when corrections are allowed)
+                  (session, key), then forgotten (kept another `lateness`
+                  when corrections are allowed)
 
-The order comes from a DuckDB sort of the batch and the open sessions it
-can reach; with one integer partition column (a user id) the open
-sessions are kept in order and the sorted batch is merged into them.
+The open sessions are kept in *runs* (a PaneState of the state store,
+run number -> table, so a snapshot holds them): each batch adds one run,
+the sessions it created or changed. A batch takes out of the older runs
+only the open sessions of the partitions it has (looked up in a table or
+Bloom filter of its keys, ``KeyFilter``), marks them dead there (end =
+DEAD) and merges them with its events into its new run; the other
+sessions are not copied. A run is
+dropped once all its sessions have closed, a few batches after it was
+made, and the runs are compacted into one when there are more than
+``MAX_RUNS``. A session is *open* while its end is at or above the
+watermark (minus the lateness): so closing a session costs nothing, and
+dead or closed rows are skipped by every later batch::
+
+    run 1   (u1 [0, 30)) (u2 [3, 33)) (u3 [5, 35))
+    batch   u2 at 20, u4 at 21
+    run 1   (u1 [0, 30)) (u2 DEAD)    (u3 [5, 35))
+    run 2   (u2 [3, 50)) (u4 [21, 51))
+
+With one integer partition column (a user id) or none, the batch and the
+sessions it takes are put in (partition, start) order by one numpy sort;
+other partition columns take the general path: all open sessions that the
+batch can reach are sorted with it in DuckDB. When the plan only picks
+the batch's columns, its rows are made with Arrow, not a DuckDB statement.
 
 A session ``[s, e)`` closes only when the watermark is past ``e``: an
 event at exactly ``e`` (not late while the watermark is ``e``) would still
@@ -33,56 +52,131 @@ from ...planner.physical_stream import SessionOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .emit import EmitTable
+from .session_merge import E, S, Islands, KeyFilter, int_keys, keyed_islands, partition_ids, sorted_islands
 from .source import int64_values
 from .window_agg import _final
 
-S, E = "__s", "__e"
+DEAD = -(2**63)  # the end of a session taken out of its run: below every watermark
+MAX_RUNS = 8
 
 
 class SessionLogic(Logic):
     def __init__(self, spec: SessionOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
-        self.state = env.state.panes(spec.id, "sessions")
+        self.runs = env.state.panes(spec.id, "sessions")  # run number -> one table of sessions
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
-        self.ordered = env.state.value(spec.id, "in_order", False)  # sessions in (partition, start) order
-        self.lateness = spec.emit.lateness_us
         self.out_schema = pa.schema([f for f in spec.schema if f.name != "__op"])
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema) if spec.emit_sql else None
+        self.keep_us = spec.emit.lateness_us if self.emitted is not None else 0  # closed sessions stay mergeable
         self.merges = [(c, how) for a in spec.aggs for c, how in a.partials if how != "distinct"]
         self.merges += [(a.partials[0][0], "count_distinct") for a in spec.aggs if a.func == "count_distinct"]
+        part = spec.partition
+        self.int_partition = not part or (len(part) == 1 and pa.types.is_integer(spec.state_schema.field(part[0]).type)
+                                          and spec.state_schema.field(part[0]).type != pa.uint64())
+        self.batches = {"numpy": 0, "general": 0}  # how many batches each path merged
 
     @property
     def state_rows(self) -> int:
-        return self.state.rows
+        """The open sessions (rows of them)."""
+        alive = self._open_from(self.fired.value)
+        return sum(int(np.count_nonzero(int64_values(t.column(E)) >= alive)) for _, t in self._runs())
 
-    def _sessions(self) -> pa.Table:
-        tables = self.state.get(0)
-        return tables[0] if tables else self.spec.state_schema.empty_table()
+    def _open_from(self, watermark: int) -> int:
+        """The least end of a session still open (mergeable) at ``watermark``."""
+        return watermark - self.keep_us if watermark < MAX_WATERMARK else MAX_WATERMARK
+
+    def _runs(self) -> list[tuple[int, pa.Table]]:
+        return [(k, t) for k in self.runs.keys() for t in self.runs.get(k)]
+
+    # -- batches ------------------------------------------------------------------------
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        rows = conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+        rows = self._rows(batch)
         if rows.num_rows == 0:
             return []
-        sessions = self._sessions()
-        small = sessions.num_rows > 8 * rows.num_rows
-        ordered = None if small else self._merge_sorted(sessions, rows)
-        if ordered is not None:  # the open sessions stay in (partition, start) order: merge the batch in
-            sessions = conform(self._islands(ordered), self.spec.state_schema)
-            self.ordered.value = True
+        alive = self._open_from(self.fired.value)
+        keys = self._int_keys(rows)
+        if keys is not None:
+            merged, keys = self._take_open(rows, keys, alive)
+            found = keyed_islands(keys, int64_values(merged.column(S)), int64_values(merged.column(E)))
+            self.batches["numpy"] += 1
         else:
-            sessions = self._merge_touched(sessions, rows)
-            self.ordered.value = False
-        self.state.replace(0, sessions)
+            merged = self._general(rows, alive)
+            found = sorted_islands(partition_ids(merged, self.spec.partition),
+                                   int64_values(merged.column(S)), int64_values(merged.column(E)))
+            self.batches["general"] += 1
+        sessions = self._sessions(merged, found)
+        self._add_run(sessions, alive)
         if self.emitted is None:
             return []
-        visible = sessions  # the diff keeps the batch's partitions
+        visible = self._open_sessions(alive)  # the diff keeps those of the batch's partitions
         if self.spec.emit.mode != "changes":
-            visible = sessions.filter(pc.less(sessions.column(E), self.fired.value))  # only closed sessions
+            visible = visible.filter(pc.less(visible.column(E), self.fired.value))  # only closed sessions
         return self._diff(visible, rows)
 
-    def _merge_touched(self, sessions: pa.Table, rows: pa.Table) -> pa.Table:
-        """The sessions after a batch, re-sorting only what the batch can reach (DuckDB sort)."""
+    def _rows(self, batch: pa.Table) -> pa.Table:
+        """One state row per event: straight from the batch's columns when the plan allows, else by DuckDB."""
+        direct = self.spec.sql.direct
+        if direct is None or not all(c is None or c in batch.column_names for _, _, c in direct):
+            return conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+        columns = []
+        for _, how, name in direct:
+            if how == "one":
+                columns.append(pa.array(np.ones(batch.num_rows, dtype=np.int64)))
+                continue
+            column = batch.column(name)
+            if how == "valid":
+                column = pc.is_valid(column).cast(pa.int64())
+            elif how in ("start", "end"):
+                if not (pa.types.is_timestamp(column.type) and column.type.unit == "us"):
+                    return conform(self.duck.run(self.spec.sql.rows, batch), self.spec.state_schema)
+                column = pa.chunked_array([c.view(pa.int64()) for c in column.chunks], pa.int64())  # epoch us
+                if how == "end":
+                    column = pc.add(column, self.spec.window.gap)
+            columns.append(column)
+        return conform(pa.table(columns, names=[n for n, _, _ in direct]), self.spec.state_schema)
+
+    def _int_keys(self, rows: pa.Table) -> np.ndarray | None:
+        """The batch's partition values for the numpy path: one integer column without NULLs, or none."""
+        if not self.int_partition:
+            return None
+        if not self.spec.partition:
+            return np.zeros(rows.num_rows, dtype=np.int64)
+        name = self.spec.partition[0]
+        if any(t.column(name).null_count for _, t in self._runs()):
+            return None
+        return int_keys(rows.column(name))
+
+    def _take_open(self, rows: pa.Table, keys: np.ndarray, alive: int) -> tuple[pa.Table, np.ndarray]:
+        """The batch with the open sessions of its partitions, which leave their runs; and all their keys."""
+        name = self.spec.partition[0] if self.spec.partition else None
+        members = KeyFilter(keys) if name else None
+        pieces, piece_keys = [rows], [keys]
+        for k, t in self._runs():
+            ends = int64_values(t.column(E))
+            hit = ends >= alive
+            if name:
+                run_keys = int_keys(t.column(name))
+                hit &= members.may_hold(run_keys)
+            taken = np.flatnonzero(hit)
+            if not len(taken):
+                continue
+            pieces.append(t.take(taken))
+            piece_keys.append(run_keys[taken] if name else np.zeros(len(taken), dtype=np.int64))
+            dead = ends.copy()
+            dead[taken] = DEAD
+            self.runs.replace(k, t.set_column(t.schema.get_field_index(E), t.schema.field(E), pa.array(dead)))
+        if len(pieces) == 1:
+            return rows, keys
+        return pa.concat_tables(pieces), np.concatenate(piece_keys)  # columns are combined as they are read
+
+    def _general(self, rows: pa.Table, alive: int) -> pa.Table:
+        """The batch and the open sessions it can reach, in (partition, start) order (DuckDB sort).
+
+        The other open sessions stay, as one run.
+        """
+        sessions = self._take_all(alive)
         kept = []
         # A session that ends before the batch's first event cannot be reached by it.
         reachable = pc.greater_equal(sessions.column(E), pc.min(rows.column(S)))
@@ -94,97 +188,61 @@ class SessionLogic(Logic):
             touched = flagged.column("__t")
             kept.append(conform(flagged.filter(pc.invert(touched)).drop_columns(["__t"]), self.spec.state_schema))
             sessions = conform(flagged.filter(touched).drop_columns(["__t"]), self.spec.state_schema)
-        ordered = self._sql(self.spec.sql.sort, __u=pa.concat_tables([sessions, rows]))
-        merged = conform(self._islands(ordered), self.spec.state_schema)
-        return pa.concat_tables([*kept, merged]) if kept else merged
+        if kept:
+            self._add_run(pa.concat_tables(kept), alive)
+        return conform(self._sql(self.spec.sql.sort, __u=pa.concat_tables([sessions, rows])), self.spec.state_schema)
 
-    def _merge_sorted(self, sessions: pa.Table, rows: pa.Table) -> pa.Table | None:
-        """Sessions (kept in order) and the batch in (partition, start) order, by a merge instead of a sort.
+    def _open_sessions(self, alive: int) -> pa.Table:
+        """Every open session, as one table."""
+        tables = [t.take(np.flatnonzero(int64_values(t.column(E)) >= alive)) for _, t in self._runs()]
+        return pa.concat_tables(tables) if tables else self.spec.state_schema.empty_table()
 
-        Only for no partition or one integer partition column without NULLs,
-        whose order with the start fits one int64 key; None otherwise.
-        """
-        partition = self.spec.partition
-        if len(partition) > 1 or (partition and not pa.types.is_integer(rows.schema.field(partition[0]).type)):
-            return None
-        columns = [t.column(partition[0]) for t in (sessions, rows)] if partition else []
-        if any(c.null_count for c in columns):
-            return None
-        starts = [int64_values(t.column(S)) for t in (sessions, rows)]
-        keys = [c.to_numpy().astype(np.int64) for c in columns] or [np.zeros(len(x), np.int64) for x in starts]
-        every_start, every_key = np.concatenate(starts), np.concatenate(keys)
-        base, span = int(every_start.min()), int(every_start.max() - every_start.min()) + 1
-        low = int(every_key.min())
-        if (int(every_key.max()) - low + 1) * span >= 2**62:
-            return None
-        old_key, new_key = ((k - low) * span + (s - base) for k, s in zip(keys, starts))
-        if not self.ordered.value and sessions.num_rows:
-            order = np.argsort(old_key)  # equal keys need no order (see sort in sqlgen_session)
-            sessions, old_key = sessions.take(pa.array(order)), old_key[order]
-        order = np.argsort(new_key)
-        rows, new_key = rows.take(pa.array(order)), new_key[order]
-        # Where each new row goes among the old ones; the old ones fill the other places, in order.
-        at = np.searchsorted(old_key, new_key, side="right") + np.arange(len(new_key))
-        index = np.empty(len(old_key) + len(new_key), dtype=np.int64)
-        is_new = np.zeros(len(index), dtype=bool)
-        is_new[at] = True
-        index[at] = len(old_key) + np.arange(len(new_key))
-        index[~is_new] = np.arange(len(old_key))
-        return pa.concat_tables([sessions, rows]).take(pa.array(index))
+    def _take_all(self, alive: int) -> pa.Table:
+        """Every open session, as one table; the runs are emptied."""
+        sessions = self._open_sessions(alive)
+        for k in self.runs.keys():
+            self.runs.pop(k)
+        return sessions
 
-    def _islands(self, t: pa.Table) -> pa.Table:
-        """Merge the intervals of rows sorted by (partition, start) into sessions (see sqlgen_session)."""
-        n = t.num_rows
-        s, e = int64_values(t.column(S)), int64_values(t.column(E))
-        new_group = np.zeros(n, dtype=bool)
-        new_group[0] = True
-        for name in self.spec.partition:
-            col = t.column(name).combine_chunks()
-            if pa.types.is_integer(col.type) and col.null_count == 0:
-                values = col.to_numpy()
-                new_group[1:] |= values[1:] != values[:-1]
-                continue
-            a, b = col.slice(1), col.slice(0, n - 1)
-            differs = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
-            new_group[1:] |= differs.to_numpy(zero_copy_only=False)
-        rank = np.cumsum(new_group, dtype=np.int64)
-        base, span = int(s.min()), int(e.max() - s.min()) + 1
-        if span * (int(rank[-1]) + 1) >= 2**62:  # times far apart: their order is all that matters
-            values, inverse = np.unique(np.concatenate([s, e]), return_inverse=True)
-            s, e, base, span = inverse[:n], inverse[n:], 0, len(values)
-        # A running maximum of the ends, restarted per partition by lifting each partition above the last.
-        lift = rank * span - base
-        reach = np.maximum.accumulate(e + lift)
-        start = np.empty(n, dtype=bool)
-        start[0] = True
-        np.greater(s[1:] + lift[1:], reach[:-1], out=start[1:])
-        island = np.cumsum(start) - 1
-        firsts = np.flatnonzero(start)
-        starts = int64_values(t.column(S))[firsts]
-        ends = np.maximum.reduceat(int64_values(t.column(E)), firsts)
-        if not self.spec.aggs:  # unaggregated: every row, with its session's bounds
-            return t.set_column(t.schema.get_field_index(S), S, pa.array(starts[island])) \
-                    .set_column(t.schema.get_field_index(E), E, pa.array(ends[island]))
-        group = list(self.spec.group)
-        columns = {c: t.column(c).take(pa.array(firsts)) for c in self.spec.partition}
-        columns[S], columns[E] = pa.array(starts), pa.array(ends)
-        partials = [t.column(c).combine_chunks() for c, _ in self.spec.merges]
-        if not group and all(p.null_count == 0 and (pa.types.is_integer(p.type) or pa.types.is_floating(p.type))
-                             for p in partials):
-            # Rows are in island order: each island's partials merge with one reduceat per column.
-            ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}
-            for (c, how), p in zip(self.spec.merges, partials):
-                columns[c] = pa.array(ufunc[how].reduceat(p.to_numpy(), firsts), p.type)
-            return pa.table(columns)
-        parts = pa.table({"__isl": pa.array(island), **{c: t.column(c) for c in group},
-                          **{c: t.column(c) for c, _ in self.spec.merges}})
-        merged = parts.group_by(["__isl", *group], use_threads=False).aggregate(list(self.spec.merges))
+    def _add_run(self, sessions: pa.Table, alive: int) -> None:
+        if not sessions.num_rows:
+            return
+        keys = self.runs.keys()
+        self.runs.replace(keys[-1] + 1 if keys else 0, sessions)
+        if len(self.runs) > MAX_RUNS:  # many small batches: one run again, without the dead and closed rows
+            self.runs.replace(0, self._take_all(alive).combine_chunks())
+
+    def _sessions(self, t: pa.Table, found: Islands) -> pa.Table:
+        """The sessions ``found`` among ``t``'s rows, as state rows in (partition, start) order."""
+        spec = self.spec
+        starts = found.starts
+        partials = [t.column(c) for c, _ in spec.merges]
+        if spec.aggs and not spec.group and all(_plain_number(p) for p in partials):
+            columns = {}
+            if found.keys is not None and spec.partition:
+                columns[spec.partition[0]] = pa.array(found.keys)
+            else:
+                columns.update({c: t.column(c).take(pa.array(found.first_rows)) for c in spec.partition})
+            columns[S], columns[E] = pa.array(starts), pa.array(found.ends)
+            for (c, how), p in zip(spec.merges, partials):
+                columns[c] = pa.array(found.reduce(_numbers(p), how))
+            return conform(pa.table(columns), spec.state_schema)
+        if found.order is not None:
+            t = t.combine_chunks().take(pa.array(found.order))
+        ids = found.ids
+        if not spec.aggs:  # unaggregated: every row, with its session's bounds
+            t = t.set_column(t.schema.get_field_index(S), S, pa.array(starts[ids]))
+            return t.set_column(t.schema.get_field_index(E), E, pa.array(found.ends[ids]))
+        group = list(spec.group)
+        parts = pa.table({"__isl": pa.array(ids), **{c: t.column(c) for c in group},
+                          **{c: t.column(c) for c, _ in spec.merges}})
+        merged = parts.group_by(["__isl", *group], use_threads=False).aggregate(list(spec.merges))
         which = int64_values(merged.column("__isl"))
-        columns = {c: t.column(c).take(pa.array(firsts[which])) for c in self.spec.partition}
-        columns[S], columns[E] = pa.array(starts[which]), pa.array(ends[which])
+        columns = {c: t.column(c).take(pa.array(found.firsts[which])) for c in spec.partition}
+        columns[S], columns[E] = pa.array(starts[which]), pa.array(found.ends[which])
         columns.update({c: merged.column(c) for c in group})
-        columns.update({c: merged.column(f"{c}_{how}") for c, how in self.spec.merges})
-        return pa.table(columns)
+        columns.update({c: merged.column(f"{c}_{how}") for c, how in spec.merges})
+        return conform(pa.table(columns), spec.state_schema)
 
     def _sql(self, sql: str, **tables: pa.Table) -> pa.Table:
         for name, table in tables.items():
@@ -195,28 +253,32 @@ class SessionLogic(Logic):
             for name in tables:
                 self.con.unregister(name)
 
+    # -- watermarks ---------------------------------------------------------------------
+
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         fired = self.fired.value
         if watermark <= fired:
             return []
-        sessions = self._sessions()
-        ends = sessions.column(E)
+        keep_from = self._open_from(watermark)
+        newly, visible = [], []
+        for k, t in self._runs():
+            ends = int64_values(t.column(E))
+            closing = (ends >= fired) & (ends < watermark)
+            closing = np.flatnonzero(closing)  # a take of indexes is twice as fast as a filter by a mask
+            if len(closing):
+                newly.append(t.take(closing))
+            if self.emitted is not None:  # what is closed and still kept, for the corrections
+                visible.append(t.take(np.flatnonzero((ends >= self._open_from(fired)) & (ends < watermark))))
+            if ends.max() < keep_from:
+                self.runs.pop(k)
         out: list[pa.Table] = []
         if self.emitted is None:
-            closed = pc.less(ends, watermark)
-            done = sessions.filter(closed)
-            if done.num_rows:
-                out.append(self._finalize(done))
-            self.state.replace(0, sessions.filter(pc.invert(closed)))
+            if newly:
+                out.append(self._finalize(pa.concat_tables(newly)))
         else:
-            if self.spec.emit.mode != "changes":
-                newly = sessions.filter(pc.and_(pc.greater_equal(ends, fired), pc.less(ends, watermark)))
-                if newly.num_rows:
-                    visible = sessions.filter(pc.less(ends, watermark))
-                    out.extend(self._diff(visible, newly))
-            bound = watermark - self.lateness if watermark < MAX_WATERMARK else MAX_WATERMARK
-            self.state.replace(0, sessions.filter(pc.greater_equal(ends, bound)))
-            self.emitted.evict(bound)
+            if newly and self.spec.emit.mode != "changes":
+                out.extend(self._diff(pa.concat_tables(visible), pa.concat_tables(newly)))
+            self.emitted.evict(keep_from)
         self.fired.value = watermark
         return [t for t in out if t.num_rows]
 
@@ -247,7 +309,7 @@ class SessionLogic(Logic):
             else:  # one state row per (session, key) already: name the partials as merged ones
                 table = pa.table({**{k: rows.column(k) for k in keys},
                                   **{f"{c}_{how}": rows.column(c) for c, how in self.merges}})
-            columns = _window_columns(table)  # in state order: by partition, then time
+            columns = _window_columns(table)
             for k in spec.keys:
                 columns[k] = table.column(k)
             for a in spec.aggs:
@@ -256,7 +318,24 @@ class SessionLogic(Logic):
                        self.out_schema)
 
 
+def _plain_number(column: pa.ChunkedArray) -> bool:
+    return column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type))
+
+
+def _numbers(column: pa.ChunkedArray) -> np.ndarray:
+    if column.type == pa.int64():
+        return int64_values(column)
+    if column.type == pa.float64():  # the buffer as it is (to_numpy costs milliseconds)
+        return int64_values(column).view(np.float64)
+    return column.combine_chunks().to_numpy()
+
+
 def _window_columns(table: pa.Table) -> dict:
     s, e = table.column(S), table.column(E)
-    return {"window_start": s.cast(pa.timestamp("us")), "window_end": e.cast(pa.timestamp("us")),
-            "window_time": pc.subtract(e, WINDOW_TIME_OFFSET_US).cast(pa.timestamp("us"))}
+    return {"window_start": _timestamps(s), "window_end": _timestamps(e),
+            "window_time": _timestamps(pc.subtract(e, WINDOW_TIME_OFFSET_US))}
+
+
+def _timestamps(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Epoch microseconds as timestamps, without a copy."""
+    return pa.chunked_array([c.view(pa.timestamp("us")) for c in column.chunks], pa.timestamp("us"))

@@ -33,7 +33,10 @@ def int64_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     Reads the data buffer directly: Array.to_numpy() costs milliseconds per
     batch even when it does not copy.
     """
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(column, pa.ChunkedArray):  # one chunk: no copy (combine_chunks copies even then)
+        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    else:
+        array = column
     return np.frombuffer(array.buffers()[1], dtype=np.int64, count=len(array) + array.offset)[array.offset:]
 
 
