@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 
 import pyarrow as pa
 
@@ -35,7 +36,9 @@ from .grammar import (
     DsmsError,
     Explain,
     Insert,
+    PauseQuery,
     QueryStatement,
+    ResumeQuery,
     ResetOption,
     SetOption,
     Show,
@@ -47,24 +50,32 @@ from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.functions import SCALAR_FUNCTIONS
-from .planner.logical import UPDATING
+from .planner.timeutil import parse_duration
 from .planner.types import sql_name
+from .pull import pulled_views, relation_names, run_pull
+from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, Result
 from .runtime.convert import to_table
 from .runtime.memory import data_schema, keyed_changes
-from .runtime.output import CollectOutput, SinkOutput
+from .runtime.output import CollectOutput
 from .runtime.scheduler import Scheduler
+from .state_dir import StateDir
 
 _SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
+# What reads what: a DROP of an object that one of these reads is refused.
+_READERS = ("view", "sink", "materialized view")
 
 
 class Engine:
     """Declare streams, run continuous queries over them, read their results.
 
     Args:
-        state_dir: where durable state lives (None: in memory).
-        clock: the processing-time clock (``dsms.runtime.clock.VirtualClock`` in tests).
+        state_dir: where the catalog, memory streams and checkpoints of standing
+            queries are kept (None: nothing is saved). An engine created on a
+            directory an earlier one used gets its catalog back and its sinks and
+            materialized views running from their last checkpoints (docs/state.md).
+        clock: the processing-time clock (``dsms.VirtualClock`` in tests).
         base_dir: the folder relative file paths resolve against (default: the current one).
     """
 
@@ -72,9 +83,19 @@ class Engine:
         self.catalog = Catalog()
         self.state_dir = state_dir
         self.base_dir = base_dir
-        self.scheduler = Scheduler(clock=clock)
+        self.durable = StateDir(state_dir) if state_dir else None
+        self.scheduler = Scheduler(clock=clock, journal_for=self._journal_for if self.durable else None)
         self._ids = itertools.count(1)
-        self.queries: dict[str, QueryHandle] = {}
+        self.queries = Queries(self)
+        self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
+        self._replaying: dict | None = None  # the saved object being recreated
+        self.script_tag = None  # tags memory-stream inserts (dsms run --state-dir: the script statement)
+        if self.durable is not None:
+            try:
+                self._restore()
+            except BaseException:
+                self.durable.close()
+                raise
 
     # -- statements ---------------------------------------------------------------
 
@@ -90,7 +111,8 @@ class Engine:
         handler = getattr(self, f"_do_{type(stmt).__name__}", None)
         if handler is None:
             raise SqlError(Diagnostic(f"{type(stmt).__name__} statements are not supported yet", stmt.span, stmt.source))
-        return handler(stmt, base)
+        with self._lock:
+            return handler(stmt, base)
 
     def query(self, sql: str) -> QueryHandle:
         """Start a continuous query and return its handle."""
@@ -106,7 +128,34 @@ class Engine:
         return plan(sql, self.catalog)
 
     def explain(self, sql: str) -> str:
+        """The operator DAG of a query: each operator with its changelog mode and watermark."""
         return self.plan(sql).explain()
+
+    def subscribe(self, name: str, callback, snapshot: bool = True, format: str = "arrow") -> Subscription:
+        """Call ``callback`` with each batch of changes of a sink, materialized view or query.
+
+        Each batch is a table with a leading ``op`` column (+I, -U, +U, -D),
+        as pyarrow (``format='arrow'``) or pandas (``'pandas'``). With
+        ``snapshot``, the first call brings the rows the view (or memory
+        sink) holds now, as +I. Callbacks run on the thread that drives the
+        engine (``step``, ``run_until_idle``), after the query's turn.
+        Returns the subscription; ``.cancel()`` ends it.
+        """
+        if format not in ("arrow", "pandas"):
+            raise DsmsError(f"subscribe() gives 'arrow' or 'pandas' tables, not '{format}'")
+        with self._lock:
+            query = self.queries.get(name)
+            sub = Subscription(query, callback, format)
+            if snapshot and query.handle is not None:
+                current = query.handle.snapshot()
+                if current.num_rows:
+                    sub.queue.append(current)
+        return sub
+
+    def checkpoint(self) -> None:
+        """Checkpoint every standing query now (needs a state directory; otherwise does nothing)."""
+        with self._lock:
+            self.queries.checkpoint_all(force=True)
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Append rows to a memory stream, or upsert them into a memory table by its primary key.
@@ -117,7 +166,8 @@ class Engine:
         source = self._memory_source(name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        with self._lock:
+            log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -152,7 +202,8 @@ class Engine:
         if source.watermark is not None and table.column(source.watermark.column).null_count:
             raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
                             "the table has a WATERMARK, so each change says from when it holds")
-        log.append(keyed_changes(table, source.primary_key, 3, source.name))
+        with self._lock:
+            log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -165,15 +216,41 @@ class Engine:
                 self.scheduler.memory_log(obj).close()
 
     def step(self) -> bool:
-        return self.scheduler.step()
+        """Give every query one turn; True if any made progress.
+
+        A query that fails is marked failed (SHOW QUERIES shows why) and the
+        others go on; ``step`` does not raise for it. Subscribers are called
+        and due checkpoints taken after the turn.
+        """
+        with self._lock:
+            moved = self.scheduler.step()
+            self.queries.after_step()
+        return moved
 
     def run_until_idle(self) -> None:
-        """Process everything available now: all memory inserts, all of every bounded file."""
-        self.scheduler.run_until_idle()
+        """Process everything available now: all memory inserts, all of every bounded file.
+
+        Raises the error of a query that failed meanwhile, once the others are idle.
+        """
+        while self.step():
+            pass
+        self.queries.raise_new_failure()
 
     def close(self) -> None:
-        for name in list(self.scheduler.jobs):
-            self.scheduler.stop(name)
+        """Stop every query; with a state directory, checkpoint them first (they come back on reopening)."""
+        with self._lock:
+            self.queries.close()
+            for log in self.scheduler.memory.values():
+                if log.journal is not None:
+                    log.journal.close()
+            if self.durable is not None:
+                self.durable.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- statement handlers ---------------------------------------------------------
 
@@ -182,6 +259,7 @@ class Engine:
             return Result("ok", f"{stmt.kind} {stmt.name.value} already exists")
         source = bind_create_source(stmt, base)
         self.catalog.add(source, replace=stmt.or_replace, name=stmt.name, source=stmt.source)
+        self._save_create(source.kind, source.name, stmt, base)
         return Result("ok", f"Created {source.kind} {source.name}")
 
     def _do_CreateView(self, stmt: CreateView, base: str) -> Result:
@@ -190,6 +268,7 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         self.catalog.add(bind_create_view(stmt, planned.schema), replace=stmt.or_replace, name=stmt.name,
                          source=stmt.source)
+        self._save_create("view", stmt.name.value, stmt, base)
         return Result("ok", f"Created view {stmt.name.value}")
 
     def _do_CreateSink(self, stmt: CreateSink, base: str) -> Result:
@@ -198,37 +277,50 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         sink = bind_create_sink(stmt, planned.schema, planned.changelog, base)
         self.catalog.add(sink, name=stmt.name, source=stmt.source)
-        schema = planned.physical.root.schema
-        updating = planned.changelog == UPDATING
-        if sink.options.get("connector", "memory").lower() == "file":
-            from .runtime.connectors import open_file_sink
-
-            output = SinkOutput(open_file_sink(sink.options, sink.path, schema, updating))
-        else:
-            output = CollectOutput(schema, updating)
-        job = self.scheduler.start(sink.name, planned.physical, output)
-        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog,
-                                                      planned.warnings) \
-            if isinstance(output, CollectOutput) else None
+        self._start_standing(sink.name, "sink", planned, stmt, base, sink)
         return Result("ok", f"Created sink {sink.name}", warnings=planned.warnings)
 
     def _do_CreateMaterializedView(self, stmt: CreateMaterializedView, base: str) -> Result:
+        if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
+            return Result("ok", f"materialized view {stmt.name.value} already exists")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         mv = bind_create_mv(stmt, planned.schema)
         self.catalog.add(mv, name=stmt.name, source=stmt.source)
-        output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING, keep_changes=False)
-        job = self.scheduler.start(mv.name, planned.physical, output)
-        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog, planned.warnings)
+        self._start_standing(mv.name, "materialized view", planned, stmt, base)
         return Result("ok", f"Created materialized view {mv.name}", warnings=planned.warnings)
 
+    def _start_standing(self, name: str, kind: str, planned, stmt: Statement, base: str, sink=None) -> RunningQuery:
+        """Start the query of a sink or materialized view (restored from its checkpoint when replaying)."""
+        entry = self._replaying
+        if entry is not None:
+            status = self.durable.query(entry["uid"])
+            try:
+                query = self.queries.start(name, kind, planned, sink, uid=entry["uid"], restore=True)
+            except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
+                query = self.queries.start_failed(name, kind, planned, entry["uid"], e)
+                return query
+            query.job.paused = status["paused"]
+            if status["failed"]:
+                query.job.fail(DsmsError(status["failed"]))
+            return query
+        try:
+            query = self.queries.start(name, kind, planned, sink)
+        except BaseException:
+            self.catalog.drop(name)
+            raise
+        if self.durable is not None:
+            query.uid = self._save_create(kind, name, stmt, base)
+            self.queries.checkpoint(query)  # where it starts: a restart before the next one starts here
+        return query
+
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
+        views = pulled_views(stmt.query.tree, self.catalog)
+        if views is not None:
+            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
+            return Result("rows", table=table)
         planned = plan_query(stmt.query, self.catalog, stmt.source)
-        name = f"query-{next(self._ids)}"
-        output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING)
-        job = self.scheduler.start(name, planned.physical, output)
-        handle = QueryHandle(self, name, job, output, planned.changelog, planned.warnings)
-        self.queries[name] = handle
-        return Result("query", query=handle, warnings=planned.warnings)
+        query = self.queries.start(f"query_{next(self._ids)}", "query", planned)
+        return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)
@@ -247,7 +339,8 @@ class Engine:
             raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                       f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
         table = to_table(rows.rename_columns(columns), schema)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
+                   tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
@@ -264,12 +357,10 @@ class Engine:
         if what == "functions":
             return Result("rows", table=pa.table({"name": SCALAR_FUNCTIONS}))
         if what == "queries":
-            rows = []
-            for name, job in self.scheduler.jobs.items():
-                rows.append({"id": name, "status": "finished" if job.done else "running",
-                             "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
-                             "late": sum(job.late.values()), "state_rows": job.state_rows})
-            return Result("rows", table=_rows_table(rows, ["id", "status", "rows_in", "rows_out", "late", "state_rows"]))
+            return Result("rows", table=self.queries.show())
+        if what == "progress":
+            query = self.queries.get(stmt.name, stmt.source) if stmt.name is not None else None
+            return Result("rows", table=self.queries.progress(query))
         raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
 
     def _do_Describe(self, stmt: Describe, base: str) -> Result:
@@ -317,7 +408,13 @@ class Engine:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
                                           stmt.span, stmt.source))
             self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
+        if stmt.key == "checkpoint.interval":
+            try:
+                parse_duration(stmt.value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'"))
         self.catalog.settings[stmt.key] = stmt.value
+        self._save_settings()
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
@@ -327,27 +424,96 @@ class Engine:
             self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
         else:
             self.catalog.settings.pop(stmt.key, None)
+        self._save_settings()
         return Result("ok", "Reset")
 
     def _do_Drop(self, stmt: Drop, base: str) -> Result:
         name = stmt.name.value
         if stmt.kind == "query":
-            if self.scheduler.stop(name) is None and not stmt.if_exists:
-                raise SqlError(Diagnostic(f"no running query '{name}'", stmt.name.span, stmt.source))
-            self.queries.pop(name.lower(), None)
-            return Result("ok", f"Dropped query {name}")
+            query = self.queries.running.get(name.lower())
+            if query is None:
+                if stmt.if_exists:
+                    return Result("ok", f"query {name} does not exist")
+                self.queries.get(stmt.name, stmt.source)
+            if query.kind == "query":
+                self.queries.drop(query.id)
+                return Result("ok", f"Dropped query {query.id}")
+            # A sink or materialized view is its query: dropping the query drops the object.
+            return self._drop_object(self.catalog.get(query.id), stmt)
         obj = self.catalog.get(name)
         if obj is None or obj.object_kind != stmt.kind:
             if stmt.if_exists:
                 return Result("ok", f"{stmt.kind} {name} does not exist")
             self.catalog.require(stmt.name, stmt.source, kinds=(stmt.kind,))
-        if stmt.kind in ("sink", "materialized view"):
-            self.scheduler.stop(obj.name)
-            self.queries.pop(obj.name.lower(), None)
-        if stmt.kind in ("stream", "table"):
+        return self._drop_object(obj, stmt)
+
+    def _drop_object(self, obj, stmt: Drop) -> Result:
+        readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
+                   and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
+        if readers:
+            raise SqlError(Diagnostic(
+                f"cannot drop {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+                + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
+                help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))
+        if obj.object_kind in ("sink", "materialized view"):
+            self.queries.drop(obj.name)
+        if obj.object_kind in ("stream", "table"):
             self.scheduler.drop_source(obj.name)
-        self.catalog.drop(name)
-        return Result("ok", f"Dropped {stmt.kind} {obj.name}")
+        self.catalog.drop(obj.name)
+        if self.durable is not None:
+            self.durable.record_drop(obj.name)
+        return Result("ok", f"Dropped {obj.object_kind} {obj.name}")
+
+    def _do_PauseQuery(self, stmt: PauseQuery, base: str) -> Result:
+        query = self.queries.get(stmt.name, stmt.source)
+        message = self.queries.pause(query)
+        self._save_query(query)
+        return Result("ok", message)
+
+    def _do_ResumeQuery(self, stmt: ResumeQuery, base: str) -> Result:
+        query = self.queries.get(stmt.name, stmt.source)
+        message = self.queries.resume(query)
+        self._save_query(query)
+        return Result("ok", message)
+
+    # -- the state directory ----------------------------------------------------------
+
+    def _restore(self) -> None:
+        """Recreate the saved catalog, in order, each object under the settings it was created with."""
+        from .grammar import parse_statement
+
+        for entry in self.durable.objects:
+            self.catalog.settings = dict(entry["settings"])
+            self._replaying = entry
+            try:
+                self.execute_statement(parse_statement(entry["sql"]), entry["base"])
+            except DsmsError as e:
+                raise DsmsError(f"cannot restore {entry['kind']} '{entry['name']}' from the state directory "
+                                f"{self.durable.path}: {e}") from e
+            finally:
+                self._replaying = None
+        self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
+        if self.catalog.settings.get("batch.size", "").isdigit():
+            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
+        for obj in self.catalog.of_kind("stream", "table"):
+            if isinstance(obj, SourceDef) and obj.connector == "memory":
+                self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
+
+    def _journal_for(self, source: SourceDef, schema: pa.Schema):
+        return self.durable.journal(source.name)
+
+    def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
+        if self.durable is None or self._replaying is not None:
+            return None
+        return self.durable.record_create(kind, name, stmt.text, base, self.catalog.settings)
+
+    def _save_settings(self) -> None:
+        if self.durable is not None and self._replaying is None:
+            self.durable.record_settings(self.catalog.settings)
+
+    def _save_query(self, query: RunningQuery) -> None:
+        if self.durable is not None and query.uid is not None:
+            self.durable.set_query(query.uid, paused=query.job.paused)
 
     # -- helpers --------------------------------------------------------------------
 
@@ -365,10 +531,10 @@ class Engine:
 
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""
-        handle = self.queries.get(name.lower())
-        if handle is None:
+        query = self.queries.running.get(name.lower())
+        if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
-        return handle
+        return query.handle
 
 
 def _column_index(schema: pa.Schema, name: str, stmt: Insert) -> int:
@@ -411,7 +577,4 @@ def _scratch_env():
     return Env(duck=Duck())
 
 
-def _rows_table(rows: list[dict], columns: list[str]) -> pa.Table:
-    if not rows:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    return pa.Table.from_pylist(rows).select(columns)
+_rows_table = rows_table

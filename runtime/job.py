@@ -14,6 +14,7 @@ pending windows fire, the output is flushed and the job finishes.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -72,12 +73,36 @@ class ValuesSource:
         return table
 
 
+class RateMeter:
+    """Events per second over the last few seconds of wall time (one bucket per second, not per row)."""
+
+    def __init__(self, window_s: int = 5):
+        self.window_s = window_s
+        self.started = time.monotonic()
+        self._buckets: deque[list[int]] = deque()
+
+    def mark(self, n: int) -> None:
+        second = int(time.monotonic())
+        if self._buckets and self._buckets[-1][0] == second:
+            self._buckets[-1][1] += n
+        else:
+            self._buckets.append([second, n])
+            while self._buckets[0][0] <= second - self.window_s:
+                self._buckets.popleft()
+
+    def rate(self) -> float:
+        now = time.monotonic()
+        recent = sum(n for second, n in self._buckets if second > now - self.window_s)
+        return recent / max(min(self.window_s, now - self.started), 1e-3)
+
+
 @dataclass
 class JobMetrics:
     started: float = field(default_factory=time.time)
     finished: float | None = None
     rows_out: int = 0
     busy_s: float = 0.0
+    meter: RateMeter = field(default_factory=RateMeter)
 
 
 class Job:
@@ -107,6 +132,8 @@ class Job:
         self.output_watermark = MIN_WATERMARK
         self.metrics = JobMetrics()
         self.done = False
+        self.paused = False  # a paused job is not given turns: its sources are not read
+        self.error: BaseException | None = None  # why the job failed (it is not given turns either)
         self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
         self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
         self.source_idle: dict[int, bool] = {}
@@ -138,6 +165,7 @@ class Job:
                 if table.num_rows:
                     self._push(op_id, table)
                 if source.rows_read != before:
+                    self.metrics.meter.mark(source.rows_read - before)
                     self._advance(op_id, source.watermark)
                     return True
             return ticked
@@ -166,6 +194,24 @@ class Job:
         """Run until every source is exhausted (bounded inputs only)."""
         while self.step():
             pass
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the job for good: bad input, a sink that cannot be written. Other jobs go on."""
+        self.error = error
+        self.metrics.finished = time.time()
+
+    @property
+    def status(self) -> str:
+        """running, paused, finished or failed."""
+        if self.error is not None:
+            return "failed"
+        if self.done:
+            return "finished"
+        return "paused" if self.paused else "running"
+
+    @property
+    def runnable(self) -> bool:
+        return not (self.done or self.paused or self.error is not None)
 
     def _finish(self) -> None:
         for op_id, _ in self.sources:

@@ -56,6 +56,14 @@ class SessionLogic(Logic):
     def state_rows(self) -> int:
         return self.state.rows
 
+    def next_fire_time(self) -> int | None:
+        """A session closes once the watermark is past its end."""
+        sessions = self._sessions()
+        if not sessions.num_rows:
+            return None
+        end = pc.min(sessions.column(E))
+        return int(end.as_py()) + 1 if end.is_valid else None
+
     def _sessions(self) -> pa.Table:
         tables = self.state.get(0)
         return tables[0] if tables else self.spec.state_schema.empty_table()
