@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 
 from . import __version__
 from .engine import Engine
 from .errors import DsmsError
-from .grammar import (CreateMaterializedView, CreateSink, CreateSource, CreateView, Drop, Explain, Insert, PauseQuery,
-                      QueryStatement, ResetOption, ResumeQuery, SetOption, parse_script)
+from .grammar import (
+    CreateMaterializedView,
+    CreateSink,
+    CreateSource,
+    CreateView,
+    Drop,
+    Explain,
+    Insert,
+    PauseQuery,
+    QueryStatement,
+    ResetOption,
+    ResumeQuery,
+    SetOption,
+    parse_script,
+)
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
 from .render import format_header, format_rows, format_value
@@ -115,14 +129,17 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
     engine.end_input()
     progress = _Progress(engine, started, enabled=not quiet)
     try:
-        # Paused queries (a state directory can hold some) do not keep the run going.
-        while any(q.job.status == "running" for q in engine.queries.running.values()):
-            moved = engine.step()
-            for p in printers:
-                p.print_new()
-            progress.tick()
-            if not moved:
-                time.sleep(0.05)  # unbounded sources: wait for more input
+        with _CtrlC() as ctrl_c:
+            # Paused queries (a state directory can hold some) do not keep the run going.
+            while any(q.job.status == "running" for q in engine.queries.running.values()) and not ctrl_c.pressed:
+                moved = engine.step()
+                for p in printers:
+                    p.print_new()
+                progress.tick()
+                if not moved:
+                    time.sleep(0.05)  # unbounded sources: wait for more input
+        if ctrl_c.pressed:
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         progress.clear()
         _summary(engine, started, interrupted=True, quiet=quiet)
@@ -136,6 +153,27 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
     for q in failed:
         print(f"{q.kind} {q.id} failed: {q.job.error}" if q.kind != "query" else str(q.job.error), file=sys.stderr)
     return 1 if failed else 0
+
+
+class _CtrlC:
+    """While running: Ctrl-C (SIGINT) ends the run between two turns, so no batch is cut in half
+    and the checkpoints taken when the engine closes are consistent."""
+
+    pressed = False
+
+    def __enter__(self) -> "_CtrlC":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._press)
+        except ValueError:  # not the main thread: Ctrl-C stays a KeyboardInterrupt
+            self._previous = None
+        return self
+
+    def _press(self, signum, frame) -> None:
+        self.pressed = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 class _ScriptProgress:

@@ -25,6 +25,7 @@ import threading
 
 import pyarrow as pa
 
+from .describe import describe, show_catalog
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -38,26 +39,25 @@ from .grammar import (
     Insert,
     PauseQuery,
     QueryStatement,
-    ResumeQuery,
     ResetOption,
+    ResumeQuery,
     SetOption,
     Show,
     SqlError,
     Statement,
     parse_script,
+    parse_statement,
 )
+from .inserts import insert_rows
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.functions import SCALAR_FUNCTIONS
 from .planner.timeutil import parse_duration
-from .planner.types import sql_name
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, Result
 from .runtime.convert import to_table
 from .runtime.memory import data_schema, keyed_changes
-from .runtime.output import CollectOutput
 from .runtime.scheduler import Scheduler
 from .state_dir import StateDir
 
@@ -115,11 +115,16 @@ class Engine:
             return handler(stmt, base)
 
     def query(self, sql: str) -> QueryHandle:
-        """Start a continuous query and return its handle."""
-        result = self.execute(sql)
-        if result.query is None:
+        """Start a continuous query and return its handle.
+
+        Over materialized views too: the handle's result keeps up with them
+        (``execute`` answers a SELECT over views once, as a pull query).
+        """
+        stmt = parse_statement(sql)
+        if not isinstance(stmt, QueryStatement):
             raise DsmsError("query() takes a SELECT statement")
-        return result.query
+        with self._lock:
+            return self._start_query(stmt).query
 
     def plan(self, sql: str) -> PlannedQuery:
         """Plan a query (SELECT, or the query of CREATE SINK / VIEW) without running it."""
@@ -318,6 +323,9 @@ class Engine:
         if views is not None:
             table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
             return Result("rows", table=table)
+        return self._start_query(stmt)
+
+    def _start_query(self, stmt: QueryStatement) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         query = self.queries.start(f"query_{next(self._ids)}", "query", planned)
         return Result("query", query=query.handle, warnings=planned.warnings)
@@ -325,61 +333,21 @@ class Engine:
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
-        schema = data_schema(log)
-        columns = [c.value for c in stmt.columns] or [f.name for f in schema]
-        query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
-        planned = plan_query(query, self.catalog, stmt.source)
-        from .runtime.job import Job
-
-        collected = CollectOutput(planned.physical.root.schema, False, keep_changes=False)
-        job = Job(planned.physical, collected, _scratch_env(), self.scheduler.open_reader)
-        job.run()
-        rows = collected.snapshot()
-        if rows.num_columns != len(columns):
-            raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
-                                      f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
-        table = to_table(rows.rename_columns(columns), schema)
+        table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
         log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
                    tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
-        what = stmt.what
-        kinds = {"streams": ("stream",), "tables": ("table",), "views": ("view",), "sinks": ("sink",),
-                 "materialized views": ("materialized view",)}
-        if what in kinds:
-            objs = self.catalog.of_kind(*kinds[what])
-            rows = [{"name": o.name, "kind": o.object_kind,
-                     "connector": (o.connector if isinstance(o, SourceDef) else o.options.get("connector", "")
-                                   if hasattr(o, "options") else ""),
-                     "columns": ", ".join(f.name for f in o.schema)} for o in objs]
-            return Result("rows", table=_rows_table(rows, ["name", "kind", "connector", "columns"]))
-        if what == "functions":
-            return Result("rows", table=pa.table({"name": SCALAR_FUNCTIONS}))
-        if what == "queries":
+        if stmt.what == "queries":
             return Result("rows", table=self.queries.show())
-        if what == "progress":
+        if stmt.what == "progress":
             query = self.queries.get(stmt.name, stmt.source) if stmt.name is not None else None
             return Result("rows", table=self.queries.progress(query))
-        raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+        return Result("rows", table=show_catalog(self.catalog, stmt))
 
     def _do_Describe(self, stmt: Describe, base: str) -> Result:
-        obj = self.catalog.require(stmt.name, stmt.source, kinds=("stream", "table", "view", "sink", "materialized view"))
-        computed = dict(obj.computed) if isinstance(obj, SourceDef) else {}
-        key = set(obj.primary_key) if isinstance(obj, SourceDef) else set()
-        rows = []
-        for f in obj.schema:
-            extra = []
-            if f.rowtime and isinstance(obj, SourceDef) and obj.watermark:
-                extra.append(f"WATERMARK AS {f.name} - INTERVAL '{obj.watermark.delay_us / 1e6:g}' SECOND")
-            elif f.rowtime:
-                extra.append("event time")
-            if f.name in computed:
-                extra.append(f"AS {computed[f.name].sql()}")
-            if f.name in key:
-                extra.append("PRIMARY KEY")
-            rows.append({"column": f.name, "type": sql_name(f.type), "nullable": f.nullable, "extra": "; ".join(extra)})
-        return Result("rows", table=_rows_table(rows, ["column", "type", "nullable", "extra"]))
+        return Result("rows", table=describe(self.catalog, stmt))
 
     def _do_Explain(self, stmt: Explain, base: str) -> Result:
         inner = stmt.statement
@@ -398,7 +366,7 @@ class Engine:
     def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
-            return Result("rows", table=_rows_table(rows, ["key", "value"]))
+            return Result("rows", table=rows_table(rows, ["key", "value"]))
         allowed = _SETTING_VALUES.get(stmt.key)
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
@@ -412,7 +380,7 @@ class Engine:
             try:
                 parse_duration(stmt.value)
             except ValueError as e:
-                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'"))
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
         self.catalog.settings[stmt.key] = stmt.value
         self._save_settings()
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
@@ -480,8 +448,6 @@ class Engine:
 
     def _restore(self) -> None:
         """Recreate the saved catalog, in order, each object under the settings it was created with."""
-        from .grammar import parse_statement
-
         for entry in self.durable.objects:
             self.catalog.settings = dict(entry["settings"])
             self._replaying = entry
@@ -535,46 +501,3 @@ class Engine:
         if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
-
-
-def _column_index(schema: pa.Schema, name: str, stmt: Insert) -> int:
-    lowered = [n.lower() for n in schema.names]
-    if name.lower() not in lowered:
-        from .grammar.diagnostics import did_you_mean
-
-        span = next((c.span for c in stmt.columns if c.value == name), stmt.span)
-        raise SqlError(Diagnostic(f"unknown column '{name}' in INSERT", span, stmt.source,
-                                  help=did_you_mean(name, schema.names)))
-    return lowered.index(name.lower())
-
-
-def _cast_values(query, types: list[pa.DataType]):
-    """INSERT ... VALUES: each value is cast to its target column's type, as in SQL."""
-    from sqlglot import exp
-
-    from .grammar import Query
-    from .planner.types import to_sql_type
-
-    tree = query.tree
-    if not isinstance(tree, exp.Values):
-        return query
-    tree = tree.copy()
-    for row in tree.expressions:
-        values = row.expressions if isinstance(row, exp.Tuple) else [row]
-        if len(values) != len(types):
-            return query  # the arity error is reported with the statement's span below
-        for i, (v, t) in enumerate(zip(values, types)):
-            cast = exp.Cast(this=v.copy(), to=to_sql_type(t))
-            if isinstance(row, exp.Tuple):
-                row.expressions[i] = cast
-    return Query(query.text, tree, query.span)
-
-
-def _scratch_env():
-    from .runtime.duck import Duck
-    from .runtime.operators.base import Env
-
-    return Env(duck=Duck())
-
-
-_rows_table = rows_table

@@ -146,31 +146,34 @@ class Job:
             return False
         began = time.perf_counter()
         try:
-            active = [(op_id, s) for op_id, s in self.sources if not s.finished]
-            if not active:
-                self._finish()
-                return True
-            ticked = self._tick()
-            # Lowest watermark first; on a tie, tables (reference data) before streams.
-            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
-                                                                  not getattr(item[1], "is_table", False))):
-                before = source.rows_read
-                table = source.poll()
-                if source.rows_read != before and self.source_idle.get(op_id):
-                    self.source_idle[op_id] = False  # data again: consumers wait for it again
-                    self._set_idle(op_id, False)
-                if table is None:
-                    self._advance(op_id, MAX_WATERMARK)
-                    return True
-                if table.num_rows:
-                    self._push(op_id, table)
-                if source.rows_read != before:
-                    self.metrics.meter.mark(source.rows_read - before)
-                    self._advance(op_id, source.watermark)
-                    return True
-            return ticked
+            return self._turn()
         finally:
             self.metrics.busy_s += time.perf_counter() - began
+
+    def _turn(self) -> bool:
+        active = [(op_id, s) for op_id, s in self.sources if not s.finished]
+        if not active:
+            self._finish()
+            return True
+        ticked = self._tick()
+        # Lowest watermark first; on a tie, tables (reference data) before streams.
+        for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                              not getattr(item[1], "is_table", False))):
+            before = source.rows_read
+            table = source.poll()
+            if source.rows_read != before and self.source_idle.get(op_id):
+                self.source_idle[op_id] = False  # data again: consumers wait for it again
+                self._set_idle(op_id, False)
+            if table is None:
+                self._advance(op_id, MAX_WATERMARK)
+                return True
+            if table.num_rows:
+                self._push(op_id, table)
+            if source.rows_read != before:
+                self.metrics.meter.mark(source.rows_read - before)
+                self._advance(op_id, source.watermark)
+                return True
+        return ticked
 
     def _tick(self) -> bool:
         """Let processing time act: watermarks that follow the clock, and operators' timers.

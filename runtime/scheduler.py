@@ -16,6 +16,7 @@ import threading
 
 import pyarrow as pa
 
+from ..grammar import DsmsError
 from ..planner.catalog import SourceDef
 from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
@@ -114,6 +115,10 @@ class Scheduler:
                 job.fail(e)
                 self.failures.append((name, job))
                 progressed = True
+            except BaseException:  # Ctrl-C in the middle of a turn: the job's state may be torn
+                job.fail(DsmsError("interrupted in the middle of a batch, so its state may be incomplete; with a "
+                                   "state directory it continues from its last checkpoint when the engine restarts"))
+                raise
         return progressed
 
     def run_until_idle(self, max_steps: int | None = None) -> int:

@@ -45,7 +45,7 @@ def test_two_standing_queries_run_while_statements_keep_being_executed():
     data = events(600, seed=11, disorder_s=3)
     engine = engine_with_views()
     for i, part in enumerate(pieces(data, seed=2)):
-        assert engine.execute(f"INSERT INTO ev SELECT * FROM (VALUES ('x', 1, 1.0, TIMESTAMP '2000-01-01')) "
+        assert engine.execute("INSERT INTO ev SELECT * FROM (VALUES ('x', 1, 1.0, TIMESTAMP '2000-01-01')) "
                               "WHERE false").message == "Inserted 0 rows into ev"
         engine.insert("ev", part)
         engine.step()  # one turn each, as a REPL's loop would give them
