@@ -383,3 +383,24 @@ def test_dsms_run_refuses_another_script_on_the_same_state_dir(tmp_path):
     done = subprocess.run([DSMS, "run", "--state-dir", str(tmp_path / "state"), "-q"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_query_whose_input_cannot_be_restored_fails_alone(tmp_path):
+    write_events(tmp_path, events(300, seed=27))
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    # ev, extra and per_10s, with ev watching its file (the query keeps running)
+    engine.execute(SCRIPT.split(";", 1)[1].split("CREATE SINK changes")[0].replace("format = 'json')",
+                                                                                   "format = 'json', watch = 'true')", 1))
+    engine.execute("CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM extra")
+    engine.run_until_idle()
+    engine.close()
+    write_events(tmp_path, events(10, seed=28))  # the file is replaced by a shorter one
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    status = {r["id"]: (r["status"], r["error"]) for r in engine.execute("SHOW QUERIES").table.to_pylist()}
+    assert status["per_10s"][0] == "failed" and "shorter" in status["per_10s"][1]
+    assert status["n"] == ("running", "")
+    engine.insert("extra", [("z", 1, 1.0, "2024-03-01 12:00:00")])
+    engine.run_until_idle()
+    assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 3}]
+    engine.close()
