@@ -263,6 +263,10 @@ class Engine:
         if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
             return Result("ok", f"{stmt.kind} {stmt.name.value} already exists")
         source = bind_create_source(stmt, base)
+        replaced = self.catalog.get(source.name) if stmt.or_replace else None
+        if replaced is not None:
+            self._check_unread(replaced, stmt, "replace")
+            self.scheduler.drop_source(replaced.name)  # a new stream: what the old one was given goes with it
         self.catalog.add(source, replace=stmt.or_replace, name=stmt.name, source=stmt.source)
         self._save_create(source.kind, source.name, stmt, base)
         return Result("ok", f"Created {source.kind} {source.name}")
@@ -271,6 +275,9 @@ class Engine:
         if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
             return Result("ok", f"view {stmt.name.value} already exists")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
+        replaced = self.catalog.get(stmt.name.value) if stmt.or_replace else None
+        if replaced is not None:
+            self._check_unread(replaced, stmt, "replace")
         self.catalog.add(bind_create_view(stmt, planned.schema), replace=stmt.or_replace, name=stmt.name,
                          source=stmt.source)
         self._save_create("view", stmt.name.value, stmt, base)
@@ -415,14 +422,18 @@ class Engine:
             self.catalog.require(stmt.name, stmt.source, kinds=(stmt.kind,))
         return self._drop_object(obj, stmt)
 
-    def _drop_object(self, obj, stmt: Drop) -> Result:
+    def _check_unread(self, obj, stmt: Statement, verb: str) -> None:
+        """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
         readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
                    and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
         if readers:
             raise SqlError(Diagnostic(
-                f"cannot drop {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
                 + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
                 help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))
+
+    def _drop_object(self, obj, stmt: Drop) -> Result:
+        self._check_unread(obj, stmt, "drop")
         if obj.object_kind in ("sink", "materialized view"):
             self.queries.drop(obj.name)
         if obj.object_kind in ("stream", "table"):

@@ -113,7 +113,8 @@ class QueryHandle:
 
     def cancel(self) -> None:
         """Stop the query (a SELECT); for a sink or materialized view, use DROP."""
-        self.engine.queries.drop(self.name)
+        with self.engine._lock:
+            self.engine.queries.drop(self.name)
 
     def __repr__(self) -> str:
         return f"<QueryHandle {self.name} {self.changelog} rows={self.output.rows} done={self.done}>"

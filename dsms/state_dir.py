@@ -64,17 +64,17 @@ class StateDir:
         return next((o for o in self.data["objects"] if o["name"].lower() == name.lower()), None)
 
     def record_create(self, kind: str, name: str, sql: str, base: str, settings: dict) -> str:
-        """Save a CREATE; an object created OR REPLACE keeps its uid and moves to the end."""
+        """Save a CREATE; one OR REPLACE is a new object (a new uid, at the end: it may read later ones)."""
         old = self.entry(name)
         if old is not None:
             self.data["objects"].remove(old)
-            uid = old["uid"]
-        else:
-            uid = f"u{self.data['next_uid']}"
-            self.data["next_uid"] += 1
+        uid = f"u{self.data['next_uid']}"
+        self.data["next_uid"] += 1
         self.data["objects"].append({"uid": uid, "kind": kind, "name": name, "sql": sql, "base": base,
                                      "settings": dict(settings)})
         self.save()
+        if old is not None:
+            self._remove_files(old["uid"])
         return uid
 
     def record_drop(self, name: str) -> None:

@@ -216,3 +216,21 @@ def test_show_progress_names_the_source_that_holds_a_window_back():
     assert window["next_fire"] == "2024-03-01 12:02:00.000"
     with pytest.raises(dsms.SqlError, match="no query 'nope'"):
         engine.execute("SHOW PROGRESS nope")
+
+
+def test_what_a_standing_query_reads_cannot_be_replaced():
+    engine = engine_with_views()
+    engine.execute("CREATE VIEW big AS SELECT * FROM ev WHERE v > 50")
+    engine.execute("CREATE MATERIALIZED VIEW big_keys AS SELECT k, COUNT(*) AS n FROM big GROUP BY k")
+    with pytest.raises(dsms.SqlError, match="cannot replace view 'big': materialized view 'big_keys' reads it"):
+        engine.execute("CREATE OR REPLACE VIEW big AS SELECT * FROM ev WHERE v > 60")
+    with pytest.raises(dsms.SqlError, match="cannot replace stream 'ev'"):
+        engine.execute("CREATE OR REPLACE STREAM ev (x INT) WITH (connector = 'memory')")
+    # Without readers, a replaced stream is a new one: what the old one was given is gone.
+    engine.execute("CREATE STREAM s (x INT) WITH (connector = 'memory')")
+    engine.insert("s", [(1,)])
+    engine.execute("CREATE OR REPLACE STREAM s (x INT, y INT) WITH (connector = 'memory')")
+    engine.insert("s", [(2, 3)])
+    q = engine.query("SELECT * FROM s")
+    engine.run_until_idle()
+    assert q.snapshot().to_pylist() == [{"x": 2, "y": 3}]

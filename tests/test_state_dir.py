@@ -404,3 +404,23 @@ def test_a_query_whose_input_cannot_be_restored_fails_alone(tmp_path):
     engine.run_until_idle()
     assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 3}]
     engine.close()
+
+
+def test_a_replaced_stream_comes_back_as_replaced(tmp_path):
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state)
+    engine.execute("CREATE STREAM s (x INT) WITH (connector = 'memory')")
+    engine.insert("s", [(1,)])
+    engine.execute("CREATE VIEW v AS SELECT x FROM s")
+    engine.execute("DROP VIEW v")
+    engine.execute("CREATE OR REPLACE STREAM s (x INT, y VARCHAR) WITH (connector = 'memory')")
+    engine.insert("s", [(2, "b")])
+    engine.execute("CREATE OR REPLACE VIEW v AS SELECT y FROM s")
+    engine.close()
+    engine = dsms.Engine(state_dir=state)
+    assert [o.name for o in engine.catalog.objects.values()] == ["s", "v"]
+    q = engine.query("SELECT * FROM v")
+    engine.run_until_idle()
+    assert q.snapshot().to_pylist() == [{"y": "b"}]
+    assert len(os.listdir(os.path.join(state, "streams"))) == 1
+    engine.close()
