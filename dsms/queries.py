@@ -18,6 +18,7 @@ for, and ``subscribe`` hands a program each batch of changes.
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
@@ -28,13 +29,14 @@ from .planner import PlannedQuery
 from .planner.catalog import SinkDef
 from .planner.logical import UPDATING
 from .planner.timeutil import parse_duration
-from .query import QueryHandle, public_changes
+from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
 from .runtime import checkpoint as ckpt
-from .runtime.job import Job
+from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
 from .runtime.progress import job_progress
+from .runtime.state import StateStore
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -63,13 +65,7 @@ class RunningQuery:
         return job.rows_in, job.metrics.rows_out, job.output_watermark, job.done
 
     def stats(self) -> dict:
-        """The numbers of SHOW QUERIES, unformatted (the watermark in epoch microseconds)."""
-        job = self.job
-        return {"id": self.id, "kind": self.kind, "status": job.status, "watermark": job.watermark,
-                "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
-                "events_per_s": job.metrics.meter.rate() if job.runnable else 0.0,
-                "late": sum(job.late.values()), "state_rows": job.env.state.rows(),
-                "state_bytes": job.env.state.nbytes(), "error": str(job.error) if job.error else None}
+        return job_stats(self.job, self.id, self.kind)
 
 
 class Subscription:
@@ -168,6 +164,7 @@ class Queries:
         if query is None:
             return None
         self.scheduler.stop(query.id)
+        query.job.cancelled = True
         if not query.output.closed and isinstance(query.output, SinkOutput):
             query.output.close()
         for sub in list(query.subscriptions):
@@ -266,11 +263,8 @@ class _Unstarted:
     """What SHOW QUERIES and SHOW PROGRESS read of a job, for a query that could not start."""
 
     def __init__(self, planned: PlannedQuery, error: Exception):
-        from .runtime.job import JobMetrics
-        from .runtime.state import StateStore
-
         self.plan, self.error, self.metrics = planned.physical, error, JobMetrics()
-        self.env = type("Env", (), {"state": StateStore()})()
+        self.env = SimpleNamespace(state=StateStore())
         self.done = self.paused = False
         self.status, self.runnable = "failed", False
         self.rows_in, self.late, self.watermark, self.output_watermark = 0, {}, MIN_WATERMARK, MIN_WATERMARK

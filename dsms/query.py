@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterator
 import pyarrow as pa
 
 from .runtime.changelog import OP, op_names
+from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -20,6 +21,15 @@ def public_changes(table: pa.Table) -> pa.Table:
     ops = op_names(table)
     body = table.drop_columns([OP]) if OP in table.column_names else table
     return body.add_column(0, "op", ops)
+
+
+def job_stats(job: "Job", qid: str, kind: str) -> dict:
+    """A query's line of SHOW QUERIES, unformatted (the watermark in epoch microseconds)."""
+    return {"id": qid, "kind": kind, "status": job.status, "watermark": job.watermark,
+            "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
+            "events_per_s": job.metrics.meter.rate() if job.runnable else 0.0,
+            "late": sum(job.late.values()), "state_rows": job.env.state.rows(),
+            "state_bytes": job.env.state.nbytes(), "error": str(job.error) if job.error else None}
 
 
 class QueryHandle:
@@ -56,7 +66,7 @@ class QueryHandle:
 
     @property
     def status(self) -> str:
-        """running, paused, finished or failed."""
+        """running, paused, finished, failed, or cancelled (by cancel() or DROP QUERY)."""
         return self.job.status
 
     @property
@@ -67,9 +77,8 @@ class QueryHandle:
     def stats(self) -> dict:
         """Its line of SHOW QUERIES, unformatted: status, watermark (epoch microseconds or None), rows in and
         out, events per second, late events, state rows and bytes."""
-        stats = self.engine.queries.running[self.name.lower()].stats()
-        from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
-
+        query = self.engine.queries.running.get(self.name.lower())
+        stats = job_stats(self.job, self.name, query.kind if query is not None else "query")
         if not MIN_WATERMARK < stats["watermark"] < MAX_WATERMARK:
             stats["watermark"] = None
         return stats

@@ -133,6 +133,7 @@ class Job:
         self.metrics = JobMetrics()
         self.done = False
         self.paused = False  # a paused job is not given turns: its sources are not read
+        self.cancelled = False  # stopped for good by the program (DROP QUERY, cancel())
         self.error: BaseException | None = None  # why the job failed (it is not given turns either)
         self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
         self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
@@ -205,16 +206,18 @@ class Job:
 
     @property
     def status(self) -> str:
-        """running, paused, finished or failed."""
+        """running, paused, finished, failed or cancelled."""
         if self.error is not None:
             return "failed"
         if self.done:
             return "finished"
+        if self.cancelled:
+            return "cancelled"
         return "paused" if self.paused else "running"
 
     @property
     def runnable(self) -> bool:
-        return not (self.done or self.paused or self.error is not None)
+        return not (self.done or self.paused or self.cancelled or self.error is not None)
 
     def _finish(self) -> None:
         for op_id, _ in self.sources:
