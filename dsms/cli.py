@@ -125,8 +125,10 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
             print(format_table(result.table) if not isinstance(stmt, Explain) else result.message, file=out)
         elif result.message and not quiet:
             print(result.message, file=sys.stderr)
-    # In a script, memory streams hold exactly what the script inserted.
-    engine.end_input()
+    # In a script, memory streams hold exactly what the script inserted. (Without one, a state
+    # directory's memory streams stay open: its queries run until interrupted.)
+    if statements:
+        engine.end_input()
     progress = _Progress(engine, started, enabled=not quiet)
     try:
         with _CtrlC() as ctrl_c:

@@ -509,6 +509,8 @@ class Engine:
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""
         query = self.queries.running.get(name.lower())
+        if query is not None and query.handle is None and query.job.error is not None:
+            raise DsmsError(f"{query.kind} '{query.id}' failed: {query.job.error}")
         if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
