@@ -46,11 +46,7 @@ def capture(job: Job) -> Checkpoint:
     """A checkpoint of ``job`` now (call it between turns)."""
     sources = {}
     for op_id, s in job.sources:
-        if isinstance(s, ValuesSource):
-            position = {"done": s._done}
-        else:
-            position = s.reader.position
-        sources[str(op_id)] = {"position": position, "rows_read": s.rows_read, "late": s.late,
+        sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
                                "finished": s.finished}
     meta = {
         "sources": sources,
@@ -73,19 +69,22 @@ def restore(job: Job, ckpt: Checkpoint) -> None:
         saved = meta["sources"].get(str(op_id))
         if saved is None:
             continue
-        if isinstance(s, ValuesSource):
-            s._done = s.finished = bool(saved["position"].get("done"))
-        elif not saved.get("finished"):
-            s.reader.seek(saved["position"])
+        if saved["finished"]:
+            s.finished = True  # it had been read to its end
+        else:
+            _reader(s).seek(saved["position"])
         s.rows_read, s.late = int(saved["rows_read"]), int(saved["late"])
-        if saved.get("finished") and not isinstance(s, ValuesSource):
-            s.finished = True
     job.in_wm = {int(k): list(v) for k, v in meta["in_wm"].items()}
     job.combined = {int(k): v for k, v in meta["combined"].items()}
     job.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
     job.output_watermark = meta["output_watermark"]
     job.metrics.rows_out = int(meta["rows_out"])
     job.done = bool(meta["done"])
+
+
+def _reader(source):
+    """What knows a source's position: its reader (VALUES keep their own)."""
+    return source if isinstance(source, ValuesSource) else source.reader
 
 
 # -- on disk --------------------------------------------------------------------------------

@@ -63,6 +63,13 @@ class ValuesSource:
     def watermark(self) -> int:
         return MAX_WATERMARK if self.finished else MIN_WATERMARK
 
+    @property
+    def position(self) -> dict:
+        return {"done": self._done}
+
+    def seek(self, position: dict) -> None:
+        self._done = bool(position.get("done"))
+
     def poll(self):
         if self._done:
             self.finished = True
