@@ -357,7 +357,8 @@ def test_a_killed_dsms_run_continues_from_its_checkpoints(tmp_path, how):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == (-signal.SIGKILL if how == "kill" else 130), err
     # Part of the output is there; the run goes on from the checkpoints, with the same command.
-    assert len(jsonl(tmp_path / "out" / "per_10s.jsonl")) < duck(ORACLE_PER_10S, ev=data).num_rows
+    written = (tmp_path / "out" / "per_10s.jsonl").read_bytes()  # a killed writer may leave half a line
+    assert written.count(b"\n") < duck(ORACLE_PER_10S, ev=data).num_rows
     proc = start_run(tmp_path)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
