@@ -18,6 +18,7 @@ new one, never half of one; older checkpoints are removed after the rename.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..grammar import DsmsError
+from ..planner.physical import PhysicalPlan
 from .job import Job, ValuesSource
 
 _PREFIX = "ckpt-"
@@ -56,6 +59,7 @@ def capture(job: Job) -> Checkpoint:
         "output_watermark": job.output_watermark,
         "rows_out": job.metrics.rows_out,
         "done": job.done,
+        "plan": plan_fingerprint(job.plan),
     }
     output, contents = job.output.checkpoint()
     return Checkpoint(meta, job.env.state.snapshot(), output, contents)
@@ -63,8 +67,11 @@ def capture(job: Job) -> Checkpoint:
 
 def restore(job: Job, ckpt: Checkpoint) -> None:
     """Put ``ckpt`` back into a new job of the same plan (before its first turn)."""
-    job.env.state.restore(ckpt.state)
     meta = ckpt.job
+    if meta.get("plan") != plan_fingerprint(job.plan):
+        raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
+                        "of dsms?), so its state does not fit; drop it and create it again")
+    job.env.state.restore(ckpt.state)
     for op_id, s in job.sources:
         saved = meta["sources"].get(str(op_id))
         if saved is None:
@@ -80,6 +87,12 @@ def restore(job: Job, ckpt: Checkpoint) -> None:
     job.output_watermark = meta["output_watermark"]
     job.metrics.rows_out = int(meta["rows_out"])
     job.done = bool(meta["done"])
+
+
+def plan_fingerprint(plan: PhysicalPlan) -> str:
+    """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
+    ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
+    return hashlib.sha256(repr((ops, plan.output)).encode()).hexdigest()[:16]
 
 
 def _reader(source):

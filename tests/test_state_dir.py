@@ -425,3 +425,19 @@ def test_a_replaced_stream_comes_back_as_replaced(tmp_path):
     assert q.snapshot().to_pylist() == [{"y": "b"}]
     assert len(os.listdir(os.path.join(state, "streams"))) == 1
     engine.close()
+
+
+def test_a_checkpoint_taken_for_another_plan_is_not_restored(tmp_path):
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state)
+    engine.execute(DDL.split(";")[0])
+    engine.execute("CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n FROM ev GROUP BY k")
+    engine.close()
+    catalog = os.path.join(state, "catalog.json")
+    saved = json.load(open(catalog))
+    saved["objects"][1]["sql"] = saved["objects"][1]["sql"].replace("COUNT(*)", "SUM(v)")  # as if planned anew
+    json.dump(saved, open(catalog, "w"))
+    engine = dsms.Engine(state_dir=state)
+    shown = engine.execute("SHOW QUERIES").table.to_pylist()
+    assert shown[0]["status"] == "failed" and "planned differently" in shown[0]["error"]
+    engine.close()
