@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from .engine import Engine
 from .errors import DsmsError, SinkError, SourceError, SqlError, SqlSyntaxError, UnsupportedPlan
+from .queries import Subscription
 from .query import QueryHandle, Result
+from .runtime.clock import SystemClock, VirtualClock
 
 __version__ = "0.1.0"
 
@@ -29,6 +31,18 @@ def plan(sql: str, catalog):
     ``sql`` is a query, or a CREATE SINK / VIEW / MATERIALIZED VIEW, or an
     EXPLAIN of one; the result has the bound and optimized logical plans,
     the runtime's operator DAG, the result schema and changelog mode.
+    Nothing runs: no source is opened, no sink is created.
+
+    Example:
+        >>> import dsms
+        >>> engine = dsms.Engine()
+        >>> _ = engine.execute("CREATE STREAM s (k INT, ts TIMESTAMP(3), "
+        ...                    "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (connector = 'memory')")
+        >>> p = dsms.plan("SELECT k, COUNT(*) AS n FROM s GROUP BY k", engine.catalog)
+        >>> p.changelog, [f.name for f in p.schema]
+        ('updating', ['k', 'n'])
+        >>> [(op.id, type(op).__name__, op.changelog) for op in p.physical.ops]
+        [(0, 'SourceOp', 'append-only'), (1, 'GroupAggOp', 'updating'), (2, 'CalcOp', 'updating')]
     """
     from .grammar import parse_statement
     from .planner import plan_query
@@ -42,4 +56,4 @@ def plan(sql: str, catalog):
 
 
 __all__ = ["DsmsError", "Engine", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
-           "SqlSyntaxError", "UnsupportedPlan", "plan", "__version__"]
+           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "__version__"]

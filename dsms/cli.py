@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 
 from . import __version__
 from .engine import Engine
 from .errors import DsmsError
-from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
+from .grammar import (
+    CreateMaterializedView,
+    CreateSink,
+    CreateSource,
+    CreateView,
+    Drop,
+    Explain,
+    Insert,
+    PauseQuery,
+    QueryStatement,
+    ResetOption,
+    ResumeQuery,
+    SetOption,
+    parse_script,
+)
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
 from .render import format_header, format_rows, format_watermark
@@ -21,16 +36,20 @@ def main(argv: list[str] | None = None) -> int:
                                      "With no command, opens the interactive shell (docs/repl.md).")
     parser.add_argument("--version", action="version", version=f"dsms {__version__}")
     parser.add_argument("--state-dir", metavar="DIR", default=None,
-                        help="the shell: keep durable state and the shell's history in DIR")
+                        help="the shell (or statements piped in): keep durable state, and the shell's history, in DIR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a script to completion (bounded sources) or until interrupted",
                          description="Run the statements of a script. Bounded sources are processed to the end: "
                                      "every window fires, sinks are flushed, and the command exits 0.")
-    run.add_argument("script", help="a file of ;-separated statements")
+    run.add_argument("script", nargs="?", help="a file of ;-separated statements (optional with --state-dir: "
+                                               "run what the directory holds)")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     run.add_argument("--batch-size", type=int, default=None, metavar="ROWS",
                      help="rows per micro-batch read from files (default 65536)")
+    run.add_argument("--state-dir", metavar="DIR", default=None,
+                     help="keep the catalog, memory streams and checkpoints of sinks and materialized views in DIR; "
+                          "run again with the same DIR (and script) to continue after a crash or an interrupt")
 
     explain = sub.add_parser("explain", help="print the operator DAG of each query in a script",
                              description="Print, for each CREATE SINK, CREATE MATERIALIZED VIEW and SELECT of a "
@@ -41,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         return shell(args.state_dir)
     try:
-        text = _read(args.script)
+        if args.command == "run" and args.script is None and args.state_dir is None:
+            parser.error("dsms run needs a script (or --state-dir DIR to continue what DIR holds)")
+        text = _read(args.script) if args.script else ""
+        base = os.path.dirname(os.path.abspath(args.script)) if args.script else os.getcwd()
         if args.command == "run":
-            return run_script(text, os.path.dirname(os.path.abspath(args.script)), quiet=args.quiet,
-                              batch_size=args.batch_size)
-        return explain_script(text, os.path.dirname(os.path.abspath(args.script)))
+            return run_script(text, base, quiet=args.quiet, batch_size=args.batch_size, state_dir=args.state_dir)
+        return explain_script(text, base)
     except DsmsError as e:
         print(str(e), file=sys.stderr)
         return 1
@@ -57,7 +78,7 @@ def shell(state_dir: str | None) -> int:
     """No command: the interactive shell on a terminal; statements piped in run as a script."""
     if not sys.stdin.isatty():
         try:
-            return run_script(sys.stdin.read(), os.getcwd())
+            return run_script(sys.stdin.read(), os.getcwd(), state_dir=state_dir)
         except DsmsError as e:
             print(str(e), file=sys.stderr)
             return 1
@@ -74,15 +95,41 @@ def _read(path: str) -> str:
         raise DsmsError(f"cannot read script {path}: {e.strerror}") from None
 
 
-def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None) -> int:
+# Statements whose effect a state directory keeps: on a restart they are not run again.
+_DURABLE = (CreateSource, CreateView, CreateSink, CreateMaterializedView, Drop, SetOption, ResetOption, Insert,
+            PauseQuery, ResumeQuery)
+
+
+def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None,
+               state_dir: str | None = None) -> int:
     out = out or sys.stdout
-    engine = Engine(base_dir=base_dir)
+    engine = Engine(base_dir=base_dir, state_dir=state_dir)
+    try:
+        return _run(engine, text, base_dir, quiet, batch_size, out)
+    finally:
+        engine.close()
+
+
+def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out) -> int:
     if batch_size:
         engine.scheduler.batch_rows = batch_size
     started = time.perf_counter()
     printers = []
-    for stmt in parse_script(text):
-        result = engine.execute_statement(stmt, base_dir)
+    statements = parse_script(text)
+    progress = _ScriptProgress(engine, statements)
+    for index, stmt in enumerate(statements):
+        if progress.done(index):
+            continue
+        engine.script_tag = index
+        progress.begin(index)
+        try:
+            result = engine.execute_statement(stmt, base_dir)
+        except BaseException:
+            progress.begin(index - 1)
+            raise
+        finally:
+            engine.script_tag = None
+        progress.applied(index)
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         if result.query is not None:
@@ -93,17 +140,23 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
             print(format_table(result.table) if not isinstance(stmt, Explain) else result.message, file=out)
         elif result.message and not quiet:
             print(result.message, file=sys.stderr)
-    # In a script, memory streams hold exactly what the script inserted.
-    engine.end_input()
+    # In a script, memory streams hold exactly what the script inserted. (Without one, a state
+    # directory's memory streams stay open: its queries run until interrupted.)
+    if statements:
+        engine.end_input()
     progress = _Progress(engine, started, enabled=not quiet)
     try:
-        while not all(job.done for job in engine.scheduler.jobs.values()):
-            moved = engine.step()
-            for p in printers:
-                p.print_new()
-            progress.tick()
-            if not moved:
-                time.sleep(0.05)  # unbounded sources: wait for more input
+        with _CtrlC() as ctrl_c:
+            # Paused queries (a state directory can hold some) do not keep the run going.
+            while any(q.job.status == "running" for q in engine.queries.running.values()) and not ctrl_c.pressed:
+                moved = engine.step()
+                for p in printers:
+                    p.print_new()
+                progress.tick()
+                if not moved:
+                    time.sleep(0.05)  # unbounded sources: wait for more input
+        if ctrl_c.pressed:
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         progress.clear()
         _summary(engine, started, interrupted=True, quiet=quiet)
@@ -113,8 +166,71 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
         p.finish()
     progress.clear()
     _summary(engine, started, quiet=quiet)
-    engine.close()
-    return 0
+    failed = [q for q in engine.queries.running.values() if q.job.status == "failed"]
+    for q in failed:
+        print(f"{q.kind} {q.id} failed: {q.job.error}" if q.kind != "query" else str(q.job.error), file=sys.stderr)
+    return 1 if failed else 0
+
+
+class _CtrlC:
+    """While running: Ctrl-C (SIGINT) ends the run between two turns, so no batch is cut in half
+    and the checkpoints taken when the engine closes are consistent."""
+
+    pressed = False
+
+    def __enter__(self) -> "_CtrlC":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._press)
+        except ValueError:  # not the main thread: Ctrl-C stays a KeyboardInterrupt
+            self._previous = None
+        return self
+
+    def _press(self, signum, frame) -> None:
+        self.pressed = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+class _ScriptProgress:
+    """Which statements of a script have taken effect in the state directory (none without one).
+
+    Running the same script again on the same directory skips the statements
+    whose effect the directory keeps (CREATE, DROP, SET, INSERT, ...) and runs
+    the rest (SELECT, SHOW). The progress is saved in the same write as the
+    statement's effect on the catalog, and an INSERT's rows carry the
+    statement's number in the memory stream's journal, so a crash between a
+    statement and the bookkeeping never runs it twice.
+    """
+
+    def __init__(self, engine: Engine, statements: list):
+        self.durable = engine.durable
+        self.texts = [_normal(s.text) for s in statements]
+        self.kinds = [isinstance(s, _DURABLE) for s in statements]
+        saved = self.durable.script if self.durable else []
+        tags = [t for log in engine.scheduler.memory.values() for t in log.tags if isinstance(t, int)]
+        self.count = max([len(saved), *(t + 1 for t in tags)])
+        for i, text in enumerate(saved[: len(self.texts)]):
+            if text != self.texts[i]:
+                raise DsmsError(f"the script differs from the one run in the state directory {self.durable.path}: "
+                                f"statement {i + 1} was\n  {text}\nand is now\n  {self.texts[i]}\n"
+                                "run the same script to continue, or use another --state-dir")
+
+    def done(self, index: int) -> bool:
+        return index < self.count and self.kinds[index]
+
+    def begin(self, index: int) -> None:
+        """Statement ``index`` runs: whatever it saves records it as done with it."""
+        if self.durable is not None:
+            self.durable.data["script"] = self.texts[: index + 1]
+
+    def applied(self, index: int) -> None:
+        if self.durable is not None:
+            self.durable.record_script(self.texts[: index + 1])
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
 
 
 def explain_script(text: str, base_dir: str, out=None) -> int:
@@ -247,9 +363,9 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
                  (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else ""))
     if skipped:
         parts.append("malformed rows skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()))
-    for name, job in jobs.items():
-        if not name.startswith("query-"):
-            parts.append(f"sink {name}: {job.metrics.rows_out:,} rows")
+    for q in engine.queries.running.values():
+        if q.kind == "sink":
+            parts.append(f"sink {q.id}: {q.job.metrics.rows_out:,} rows")
     print("\n".join(parts), file=sys.stderr)
 
 

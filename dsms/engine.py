@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 
 import pyarrow as pa
 
+from .describe import describe, show_catalog
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -35,36 +37,45 @@ from .grammar import (
     DsmsError,
     Explain,
     Insert,
+    PauseQuery,
     QueryStatement,
     ResetOption,
+    ResumeQuery,
     SetOption,
     Show,
     SqlError,
     Statement,
     parse_script,
+    parse_statement,
 )
+from .inserts import insert_rows
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.functions import SCALAR_FUNCTIONS
-from .planner.logical import UPDATING
-from .planner.types import sql_name
+from .planner.timeutil import parse_duration
+from .pull import pulled_views, relation_names, run_pull
+from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, Result
 from .runtime.convert import to_table
 from .runtime.memory import data_schema, keyed_changes
-from .runtime.output import CollectOutput, SinkOutput
 from .runtime.scheduler import Scheduler
+from .state_dir import StateDir
 
 _SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
+# What reads what: a DROP of an object that one of these reads is refused.
+_READERS = ("view", "sink", "materialized view")
 
 
 class Engine:
     """Declare streams, run continuous queries over them, read their results.
 
     Args:
-        state_dir: where durable state lives (None: in memory).
-        clock: the processing-time clock (``dsms.runtime.clock.VirtualClock`` in tests).
+        state_dir: where the catalog, memory streams and checkpoints of standing
+            queries are kept (None: nothing is saved). An engine created on a
+            directory an earlier one used gets its catalog back and its sinks and
+            materialized views running from their last checkpoints (docs/state.md).
+        clock: the processing-time clock (``dsms.VirtualClock`` in tests).
         base_dir: the folder relative file paths resolve against (default: the current one).
     """
 
@@ -72,9 +83,19 @@ class Engine:
         self.catalog = Catalog()
         self.state_dir = state_dir
         self.base_dir = base_dir
-        self.scheduler = Scheduler(clock=clock)
+        self.durable = StateDir(state_dir) if state_dir else None
+        self.scheduler = Scheduler(clock=clock, journal_for=self._journal_for if self.durable else None)
         self._ids = itertools.count(1)
-        self.queries: dict[str, QueryHandle] = {}
+        self.queries = Queries(self)
+        self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
+        self._replaying: dict | None = None  # the saved object being recreated
+        self.script_tag = None  # tags memory-stream inserts (dsms run --state-dir: the script statement)
+        if self.durable is not None:
+            try:
+                self._restore()
+            except BaseException:
+                self.durable.close()
+                raise
 
     # -- statements ---------------------------------------------------------------
 
@@ -90,14 +111,20 @@ class Engine:
         handler = getattr(self, f"_do_{type(stmt).__name__}", None)
         if handler is None:
             raise SqlError(Diagnostic(f"{type(stmt).__name__} statements are not supported yet", stmt.span, stmt.source))
-        return handler(stmt, base)
+        with self._lock:
+            return handler(stmt, base)
 
     def query(self, sql: str) -> QueryHandle:
-        """Start a continuous query and return its handle."""
-        result = self.execute(sql)
-        if result.query is None:
+        """Start a continuous query and return its handle.
+
+        Over materialized views too: the handle's result keeps up with them
+        (``execute`` answers a SELECT over views once, as a pull query).
+        """
+        stmt = parse_statement(sql)
+        if not isinstance(stmt, QueryStatement):
             raise DsmsError("query() takes a SELECT statement")
-        return result.query
+        with self._lock:
+            return self._start_query(stmt).query
 
     def plan(self, sql: str) -> PlannedQuery:
         """Plan a query (SELECT, or the query of CREATE SINK / VIEW) without running it."""
@@ -106,7 +133,34 @@ class Engine:
         return plan(sql, self.catalog)
 
     def explain(self, sql: str) -> str:
+        """The operator DAG of a query: each operator with its changelog mode and watermark."""
         return self.plan(sql).explain()
+
+    def subscribe(self, name: str, callback, snapshot: bool = True, format: str = "arrow") -> Subscription:
+        """Call ``callback`` with each batch of changes of a sink, materialized view or query.
+
+        Each batch is a table with a leading ``op`` column (+I, -U, +U, -D),
+        as pyarrow (``format='arrow'``) or pandas (``'pandas'``). With
+        ``snapshot``, the first call brings the rows the view (or memory
+        sink) holds now, as +I. Callbacks run on the thread that drives the
+        engine (``step``, ``run_until_idle``), after the query's turn.
+        Returns the subscription; ``.cancel()`` ends it.
+        """
+        if format not in ("arrow", "pandas"):
+            raise DsmsError(f"subscribe() gives 'arrow' or 'pandas' tables, not '{format}'")
+        with self._lock:
+            query = self.queries.get(name)
+            sub = Subscription(query, callback, format)
+            if snapshot and query.handle is not None:
+                current = query.handle.snapshot()
+                if current.num_rows:
+                    sub.queue.append(current)
+        return sub
+
+    def checkpoint(self) -> None:
+        """Checkpoint every standing query now (needs a state directory; otherwise does nothing)."""
+        with self._lock:
+            self.queries.checkpoint_all(force=True)
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Append rows to a memory stream, or upsert them into a memory table by its primary key.
@@ -117,7 +171,8 @@ class Engine:
         source = self._memory_source(name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        with self._lock:
+            log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -152,7 +207,8 @@ class Engine:
         if source.watermark is not None and table.column(source.watermark.column).null_count:
             raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
                             "the table has a WATERMARK, so each change says from when it holds")
-        log.append(keyed_changes(table, source.primary_key, 3, source.name))
+        with self._lock:
+            log.append(keyed_changes(table, source.primary_key, 3, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -165,15 +221,41 @@ class Engine:
                 self.scheduler.memory_log(obj).close()
 
     def step(self) -> bool:
-        return self.scheduler.step()
+        """Give every query one turn; True if any made progress.
+
+        A query that fails is marked failed (SHOW QUERIES shows why) and the
+        others go on; ``step`` does not raise for it. Subscribers are called
+        and due checkpoints taken after the turn.
+        """
+        with self._lock:
+            moved = self.scheduler.step()
+            self.queries.after_step()
+        return moved
 
     def run_until_idle(self) -> None:
-        """Process everything available now: all memory inserts, all of every bounded file."""
-        self.scheduler.run_until_idle()
+        """Process everything available now: all memory inserts, all of every bounded file.
+
+        Raises the error of a query that failed meanwhile, once the others are idle.
+        """
+        while self.step():
+            pass
+        self.queries.raise_new_failure()
 
     def close(self) -> None:
-        for name in list(self.scheduler.jobs):
-            self.scheduler.stop(name)
+        """Stop every query; with a state directory, checkpoint them first (they come back on reopening)."""
+        with self._lock:
+            self.queries.close()
+            for log in self.scheduler.memory.values():
+                if log.journal is not None:
+                    log.journal.close()
+            if self.durable is not None:
+                self.durable.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- statement handlers ---------------------------------------------------------
 
@@ -181,15 +263,24 @@ class Engine:
         if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
             return Result("ok", f"{stmt.kind} {stmt.name.value} already exists")
         source = bind_create_source(stmt, base)
+        replaced = self.catalog.get(source.name) if stmt.or_replace else None
+        if replaced is not None:
+            self._check_unread(replaced, stmt, "replace")
+            self.scheduler.drop_source(replaced.name)  # a new stream: what the old one was given goes with it
         self.catalog.add(source, replace=stmt.or_replace, name=stmt.name, source=stmt.source)
+        self._save_create(source.kind, source.name, stmt, base)
         return Result("ok", f"Created {source.kind} {source.name}")
 
     def _do_CreateView(self, stmt: CreateView, base: str) -> Result:
         if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
             return Result("ok", f"view {stmt.name.value} already exists")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
+        replaced = self.catalog.get(stmt.name.value) if stmt.or_replace else None
+        if replaced is not None:
+            self._check_unread(replaced, stmt, "replace")
         self.catalog.add(bind_create_view(stmt, planned.schema), replace=stmt.or_replace, name=stmt.name,
                          source=stmt.source)
+        self._save_create("view", stmt.name.value, stmt, base)
         return Result("ok", f"Created view {stmt.name.value}")
 
     def _do_CreateSink(self, stmt: CreateSink, base: str) -> Result:
@@ -198,97 +289,72 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         sink = bind_create_sink(stmt, planned.schema, planned.changelog, base)
         self.catalog.add(sink, name=stmt.name, source=stmt.source)
-        schema = planned.physical.root.schema
-        updating = planned.changelog == UPDATING
-        if sink.options.get("connector", "memory").lower() == "file":
-            from .runtime.connectors import open_file_sink
-
-            output = SinkOutput(open_file_sink(sink.options, sink.path, schema, updating))
-        else:
-            output = CollectOutput(schema, updating)
-        job = self.scheduler.start(sink.name, planned.physical, output)
-        self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog,
-                                                      planned.warnings) \
-            if isinstance(output, CollectOutput) else None
+        self._start_standing(sink.name, "sink", planned, stmt, base, sink)
         return Result("ok", f"Created sink {sink.name}", warnings=planned.warnings)
 
     def _do_CreateMaterializedView(self, stmt: CreateMaterializedView, base: str) -> Result:
+        if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
+            return Result("ok", f"materialized view {stmt.name.value} already exists")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         mv = bind_create_mv(stmt, planned.schema)
         self.catalog.add(mv, name=stmt.name, source=stmt.source)
-        output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING, keep_changes=False)
-        job = self.scheduler.start(mv.name, planned.physical, output)
-        self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog, planned.warnings)
+        self._start_standing(mv.name, "materialized view", planned, stmt, base)
         return Result("ok", f"Created materialized view {mv.name}", warnings=planned.warnings)
 
+    def _start_standing(self, name: str, kind: str, planned, stmt: Statement, base: str, sink=None) -> RunningQuery:
+        """Start the query of a sink or materialized view (restored from its checkpoint when replaying)."""
+        entry = self._replaying
+        if entry is not None:
+            status = self.durable.query(entry["uid"])
+            try:
+                query = self.queries.start(name, kind, planned, sink, uid=entry["uid"], restore=True)
+            except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
+                query = self.queries.start_failed(name, kind, planned, entry["uid"], e)
+                return query
+            query.job.paused = status["paused"]
+            if status["failed"]:
+                query.job.fail(DsmsError(status["failed"]))
+            return query
+        try:
+            query = self.queries.start(name, kind, planned, sink)
+        except BaseException:
+            self.catalog.drop(name)
+            raise
+        if self.durable is not None:
+            query.uid = self._save_create(kind, name, stmt, base)
+            self.queries.checkpoint(query)  # where it starts: a restart before the next one starts here
+        return query
+
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
+        views = pulled_views(stmt.query.tree, self.catalog)
+        if views is not None:
+            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
+            return Result("rows", table=table)
+        return self._start_query(stmt)
+
+    def _start_query(self, stmt: QueryStatement) -> Result:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
-        name = f"query-{next(self._ids)}"
-        output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING)
-        job = self.scheduler.start(name, planned.physical, output)
-        handle = QueryHandle(self, name, job, output, planned.changelog, planned.warnings)
-        self.queries[name] = handle
-        return Result("query", query=handle, warnings=planned.warnings)
+        query = self.queries.start(f"query_{next(self._ids)}", "query", planned)
+        return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
-        schema = data_schema(log)
-        columns = [c.value for c in stmt.columns] or [f.name for f in schema]
-        query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
-        planned = plan_query(query, self.catalog, stmt.source)
-        from .runtime.job import Job
-
-        collected = CollectOutput(planned.physical.root.schema, False, keep_changes=False)
-        job = Job(planned.physical, collected, _scratch_env(), self.scheduler.open_reader)
-        job.run()
-        rows = collected.snapshot()
-        if rows.num_columns != len(columns):
-            raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
-                                      f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
-        table = to_table(rows.rename_columns(columns), schema)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+        table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
+        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
+                   tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
-        what = stmt.what
-        kinds = {"streams": ("stream",), "tables": ("table",), "views": ("view",), "sinks": ("sink",),
-                 "materialized views": ("materialized view",)}
-        if what in kinds:
-            objs = self.catalog.of_kind(*kinds[what])
-            rows = [{"name": o.name, "kind": o.object_kind,
-                     "connector": (o.connector if isinstance(o, SourceDef) else o.options.get("connector", "")
-                                   if hasattr(o, "options") else ""),
-                     "columns": ", ".join(f.name for f in o.schema)} for o in objs]
-            return Result("rows", table=_rows_table(rows, ["name", "kind", "connector", "columns"]))
-        if what == "functions":
-            return Result("rows", table=pa.table({"name": SCALAR_FUNCTIONS}))
-        if what == "queries":
-            rows = []
-            for name, job in self.scheduler.jobs.items():
-                rows.append({"id": name, "status": "finished" if job.done else "running",
-                             "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
-                             "late": sum(job.late.values()), "state_rows": job.state_rows})
-            return Result("rows", table=_rows_table(rows, ["id", "status", "rows_in", "rows_out", "late", "state_rows"]))
-        raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+        if stmt.what == "queries":
+            return Result("rows", table=self.queries.show())
+        if stmt.what == "progress":
+            query = self.queries.get(stmt.name, stmt.source) if stmt.name is not None else None
+            return Result("rows", table=self.queries.progress(query))
+        return Result("rows", table=show_catalog(self.catalog, stmt))
 
     def _do_Describe(self, stmt: Describe, base: str) -> Result:
-        obj = self.catalog.require(stmt.name, stmt.source, kinds=("stream", "table", "view", "sink", "materialized view"))
-        computed = dict(obj.computed) if isinstance(obj, SourceDef) else {}
-        key = set(obj.primary_key) if isinstance(obj, SourceDef) else set()
-        rows = []
-        for f in obj.schema:
-            extra = []
-            if f.rowtime and isinstance(obj, SourceDef) and obj.watermark:
-                extra.append(f"WATERMARK AS {f.name} - INTERVAL '{obj.watermark.delay_us / 1e6:g}' SECOND")
-            elif f.rowtime:
-                extra.append("event time")
-            if f.name in computed:
-                extra.append(f"AS {computed[f.name].sql()}")
-            if f.name in key:
-                extra.append("PRIMARY KEY")
-            rows.append({"column": f.name, "type": sql_name(f.type), "nullable": f.nullable, "extra": "; ".join(extra)})
-        return Result("rows", table=_rows_table(rows, ["column", "type", "nullable", "extra"]))
+        return Result("rows", table=describe(self.catalog, stmt))
 
     def _do_Explain(self, stmt: Explain, base: str) -> Result:
         inner = stmt.statement
@@ -307,7 +373,7 @@ class Engine:
     def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
-            return Result("rows", table=_rows_table(rows, ["key", "value"]))
+            return Result("rows", table=rows_table(rows, ["key", "value"]))
         allowed = _SETTING_VALUES.get(stmt.key)
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
@@ -317,7 +383,13 @@ class Engine:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
                                           stmt.span, stmt.source))
             self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
+        if stmt.key == "checkpoint.interval":
+            try:
+                parse_duration(stmt.value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
         self.catalog.settings[stmt.key] = stmt.value
+        self._save_settings()
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
@@ -327,27 +399,98 @@ class Engine:
             self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
         else:
             self.catalog.settings.pop(stmt.key, None)
+        self._save_settings()
         return Result("ok", "Reset")
 
     def _do_Drop(self, stmt: Drop, base: str) -> Result:
         name = stmt.name.value
         if stmt.kind == "query":
-            if self.scheduler.stop(name) is None and not stmt.if_exists:
-                raise SqlError(Diagnostic(f"no running query '{name}'", stmt.name.span, stmt.source))
-            self.queries.pop(name.lower(), None)
-            return Result("ok", f"Dropped query {name}")
+            query = self.queries.running.get(name.lower())
+            if query is None:
+                if stmt.if_exists:
+                    return Result("ok", f"query {name} does not exist")
+                self.queries.get(stmt.name, stmt.source)
+            if query.kind == "query":
+                self.queries.drop(query.id)
+                return Result("ok", f"Dropped query {query.id}")
+            # A sink or materialized view is its query: dropping the query drops the object.
+            return self._drop_object(self.catalog.get(query.id), stmt)
         obj = self.catalog.get(name)
         if obj is None or obj.object_kind != stmt.kind:
             if stmt.if_exists:
                 return Result("ok", f"{stmt.kind} {name} does not exist")
             self.catalog.require(stmt.name, stmt.source, kinds=(stmt.kind,))
-        if stmt.kind in ("sink", "materialized view"):
-            self.scheduler.stop(obj.name)
-            self.queries.pop(obj.name.lower(), None)
-        if stmt.kind in ("stream", "table"):
+        return self._drop_object(obj, stmt)
+
+    def _check_unread(self, obj, stmt: Statement, verb: str) -> None:
+        """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
+        readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
+                   and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
+        if readers:
+            raise SqlError(Diagnostic(
+                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+                + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
+                help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))
+
+    def _drop_object(self, obj, stmt: Drop) -> Result:
+        self._check_unread(obj, stmt, "drop")
+        if obj.object_kind in ("sink", "materialized view"):
+            self.queries.drop(obj.name)
+        if obj.object_kind in ("stream", "table"):
             self.scheduler.drop_source(obj.name)
-        self.catalog.drop(name)
-        return Result("ok", f"Dropped {stmt.kind} {obj.name}")
+        self.catalog.drop(obj.name)
+        if self.durable is not None:
+            self.durable.record_drop(obj.name)
+        return Result("ok", f"Dropped {obj.object_kind} {obj.name}")
+
+    def _do_PauseQuery(self, stmt: PauseQuery, base: str) -> Result:
+        query = self.queries.get(stmt.name, stmt.source)
+        message = self.queries.pause(query)
+        self._save_query(query)
+        return Result("ok", message)
+
+    def _do_ResumeQuery(self, stmt: ResumeQuery, base: str) -> Result:
+        query = self.queries.get(stmt.name, stmt.source)
+        message = self.queries.resume(query)
+        self._save_query(query)
+        return Result("ok", message)
+
+    # -- the state directory ----------------------------------------------------------
+
+    def _restore(self) -> None:
+        """Recreate the saved catalog, in order, each object under the settings it was created with."""
+        for entry in self.durable.objects:
+            self.catalog.settings = dict(entry["settings"])
+            self._replaying = entry
+            try:
+                self.execute_statement(parse_statement(entry["sql"]), entry["base"])
+            except DsmsError as e:
+                raise DsmsError(f"cannot restore {entry['kind']} '{entry['name']}' from the state directory "
+                                f"{self.durable.path}: {e}") from e
+            finally:
+                self._replaying = None
+        self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
+        if self.catalog.settings.get("batch.size", "").isdigit():
+            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
+        for obj in self.catalog.of_kind("stream", "table"):
+            if isinstance(obj, SourceDef) and obj.connector == "memory":
+                self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
+
+    def _journal_for(self, source: SourceDef, schema: pa.Schema):
+        return self.durable.journal(source.name)
+
+    def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
+        if self.durable is None or self._replaying is not None:
+            return None
+        return self.durable.record_create(kind, name, stmt.text, base, self.catalog.settings)
+
+    def _save_settings(self) -> None:
+        if self.durable is not None and self._replaying is None:
+            self.durable.record_settings(self.catalog.settings)
+
+    def _save_query(self, query: RunningQuery) -> None:
+        if self.durable is not None and query.uid is not None:
+            self.durable.set_query(query.uid, paused=query.job.paused)
 
     # -- helpers --------------------------------------------------------------------
 
@@ -365,53 +508,9 @@ class Engine:
 
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""
-        handle = self.queries.get(name.lower())
-        if handle is None:
+        query = self.queries.running.get(name.lower())
+        if query is not None and query.handle is None and query.job.error is not None:
+            raise DsmsError(f"{query.kind} '{query.id}' failed: {query.job.error}")
+        if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
-        return handle
-
-
-def _column_index(schema: pa.Schema, name: str, stmt: Insert) -> int:
-    lowered = [n.lower() for n in schema.names]
-    if name.lower() not in lowered:
-        from .grammar.diagnostics import did_you_mean
-
-        span = next((c.span for c in stmt.columns if c.value == name), stmt.span)
-        raise SqlError(Diagnostic(f"unknown column '{name}' in INSERT", span, stmt.source,
-                                  help=did_you_mean(name, schema.names)))
-    return lowered.index(name.lower())
-
-
-def _cast_values(query, types: list[pa.DataType]):
-    """INSERT ... VALUES: each value is cast to its target column's type, as in SQL."""
-    from sqlglot import exp
-
-    from .grammar import Query
-    from .planner.types import to_sql_type
-
-    tree = query.tree
-    if not isinstance(tree, exp.Values):
-        return query
-    tree = tree.copy()
-    for row in tree.expressions:
-        values = row.expressions if isinstance(row, exp.Tuple) else [row]
-        if len(values) != len(types):
-            return query  # the arity error is reported with the statement's span below
-        for i, (v, t) in enumerate(zip(values, types)):
-            cast = exp.Cast(this=v.copy(), to=to_sql_type(t))
-            if isinstance(row, exp.Tuple):
-                row.expressions[i] = cast
-    return Query(query.text, tree, query.span)
-
-
-def _scratch_env():
-    from .runtime.duck import Duck
-    from .runtime.operators.base import Env
-
-    return Env(duck=Duck())
-
-
-def _rows_table(rows: list[dict], columns: list[str]) -> pa.Table:
-    if not rows:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    return pa.Table.from_pylist(rows).select(columns)
+        return query.handle

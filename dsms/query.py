@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterator
 import pyarrow as pa
 
 from .runtime.changelog import OP, op_names
+from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -20,6 +21,15 @@ def public_changes(table: pa.Table) -> pa.Table:
     ops = op_names(table)
     body = table.drop_columns([OP]) if OP in table.column_names else table
     return body.add_column(0, "op", ops)
+
+
+def job_stats(job: "Job", qid: str, kind: str) -> dict:
+    """A query's line of SHOW QUERIES, unformatted (the watermark in epoch microseconds)."""
+    return {"id": qid, "kind": kind, "status": job.status, "watermark": job.watermark,
+            "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
+            "events_per_s": job.metrics.meter.rate() if job.runnable else 0.0,
+            "late": sum(job.late.values()), "state_rows": job.env.state.rows(),
+            "state_bytes": job.env.state.nbytes(), "error": str(job.error) if job.error else None}
 
 
 class QueryHandle:
@@ -54,6 +64,25 @@ class QueryHandle:
         """True once every input has ended and all results are out."""
         return self.job.done
 
+    @property
+    def status(self) -> str:
+        """running, paused, finished, failed, or cancelled (by cancel() or DROP QUERY)."""
+        return self.job.status
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the query failed (bad input, a sink that cannot be written), or None."""
+        return self.job.error
+
+    def stats(self) -> dict:
+        """Its line of SHOW QUERIES, unformatted: status, watermark (epoch microseconds or None), rows in and
+        out, events per second, late events, state rows and bytes."""
+        query = self.engine.queries.running.get(self.name.lower())
+        stats = job_stats(self.job, self.name, query.kind if query is not None else "query")
+        if not MIN_WATERMARK < stats["watermark"] < MAX_WATERMARK:
+            stats["watermark"] = None
+        return stats
+
     def poll(self) -> pa.Table:
         """The changes since the last poll (or iteration), with an ``op`` column."""
         batches = [public_changes(t) for t in self.output.drain()]
@@ -70,6 +99,8 @@ class QueryHandle:
         while True:
             for batch in self.output.drain():
                 yield public_changes(batch)
+            if self.job.error is not None:
+                raise self.job.error
             if self.job.done or not self.engine.step():
                 for batch in self.output.drain():
                     yield public_changes(batch)
@@ -82,10 +113,17 @@ class QueryHandle:
         return self.output.snapshot()
 
     def to_pandas(self):
+        """The current result as a pandas DataFrame."""
         return self.snapshot().to_pandas()
 
+    def poll_pandas(self):
+        """The changes since the last poll as a pandas DataFrame (with an ``op`` column)."""
+        return self.poll().to_pandas()
+
     def cancel(self) -> None:
-        self.engine.scheduler.stop(self.name)
+        """Stop the query (a SELECT); for a sink or materialized view, use DROP."""
+        with self.engine._lock:
+            self.engine.queries.drop(self.name)
 
     def __repr__(self) -> str:
         return f"<QueryHandle {self.name} {self.changelog} rows={self.output.rows} done={self.done}>"
@@ -100,6 +138,14 @@ class Result:
     table: pa.Table | None = None
     query: QueryHandle | None = None
     warnings: tuple[str, ...] = ()  # e.g. a join whose state grows without bound
+
+    def to_arrow(self) -> pa.Table | None:
+        """The rows of a SHOW, DESCRIBE, EXPLAIN or pull query (a query's current result for a SELECT)."""
+        return self.table if self.query is None else self.query.snapshot()
+
+    def to_pandas(self):
+        table = self.to_arrow()
+        return None if table is None else table.to_pandas()
 
     def __str__(self) -> str:
         if self.message is not None:

@@ -25,6 +25,7 @@ DEFAULT_SETTINGS = {
     "join.stream_table": "lookup",  # a stream joined to a table: lookup (append-only) | regular (updating)
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
+    "checkpoint.interval": "5 s",  # how often standing queries are checkpointed (with a state directory)
 }
 
 

@@ -19,7 +19,6 @@ import asyncio
 import os
 import signal
 import time
-import traceback
 from contextlib import suppress
 
 import pyarrow as pa
@@ -34,7 +33,6 @@ import dsms
 from dsms import DsmsError
 from dsms.grammar import Diagnostic, ResetOption, SetOption, SqlError, parse_script
 from dsms.render import format_table
-from dsms.runtime.job import Job
 
 from .completion import SqlCompleter, quote_name
 from .highlight import STYLE, SqlLexer, highlight
@@ -67,6 +65,7 @@ class Repl:
         self._drawn = 0.0
         self._dirty = False
         self._last_failure = None
+        self._failures_seen = len(engine.scheduler.failures)
         self.session = PromptSession(
             message=self.message, prompt_continuation=CONTINUATION, lexer=SqlLexer(), style=STYLE,
             multiline=Condition(lambda: not statement_complete(self.session.default_buffer.text)),
@@ -112,10 +111,29 @@ class Repl:
 
     def _step(self) -> bool:
         try:
-            return self.engine.step()
-        except Exception as e:  # a failing query is stopped; the shell goes on
-            self._query_failed(e)
+            busy = self.engine.step()
+        except Exception as e:  # an internal error: say it once, keep the shell going
+            message = f"internal error: {type(e).__name__}: {e}"
+            if message != self._last_failure:
+                self.error(message)
+            self._last_failure = message
             return False
+        self._report_failures()
+        return busy
+
+    def _report_failures(self) -> None:
+        """A query that failed (bad input) is reported once; a live SELECT that failed is stopped."""
+        failures = self.engine.scheduler.failures
+        for name, job in failures[self._failures_seen:]:
+            message = str(job.error) if isinstance(job.error, DsmsError) \
+                else f"internal error: {type(job.error).__name__}: {job.error}"
+            if self.live is not None and self.live.name == name:
+                self._end_live(drop=False)
+                self.engine.execute(f"DROP QUERY IF EXISTS {quote_name(name)}")
+                self.error(f"query {name} failed and was stopped:\n{message}")
+            else:
+                self.error(f"query {name} failed (SHOW QUERIES lists it; DROP it to remove it):\n{message}")
+        self._failures_seen = len(failures)
 
     # -- statements ----------------------------------------------------------------------
 
@@ -223,19 +241,6 @@ class Repl:
             self.engine.execute(f"DROP QUERY IF EXISTS {quote_name(live.name)}")
         self.session.app.invalidate()
 
-    def _query_failed(self, error: Exception) -> None:
-        name = _failed_job(self.engine, error)
-        message = str(error) if isinstance(error, DsmsError) else f"internal error: {type(error).__name__}: {error}"
-        if name is None:
-            if message != self._last_failure:  # say it once, not on every step
-                self.error(message)
-            self._last_failure = message
-            return
-        if self.live is not None and self.live.name == name:
-            self._end_live(drop=False)
-        self.engine.execute(f"DROP QUERY IF EXISTS {quote_name(name)}")
-        self.error(f"query {name} failed and was stopped:\n{message}")
-
     def _on_sigint(self, signum, frame) -> None:
         """SIGINT outside the prompt (a statement is running): interrupt it; never end the shell."""
         if self._executing:
@@ -293,15 +298,6 @@ class Repl:
 def _append_options(table: pa.Table, options: dict) -> pa.Table:
     extra = pa.table({"key": list(options), "value": list(options.values())})
     return pa.concat_tables([table, extra.cast(table.schema)]).sort_by("key")
-
-
-def _failed_job(engine, error: Exception) -> str | None:
-    """The running query whose step raised ``error``: the Job found in the traceback."""
-    for frame, _ in traceback.walk_tb(error.__traceback__):
-        job = frame.f_locals.get("self")
-        if isinstance(job, Job):
-            return next((name for name, j in engine.scheduler.jobs.items() if j is job), None)
-    return None
 
 
 def _set_sigint(handler):

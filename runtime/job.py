@@ -14,6 +14,7 @@ pending windows fire, the output is flushed and the job finishes.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -62,6 +63,13 @@ class ValuesSource:
     def watermark(self) -> int:
         return MAX_WATERMARK if self.finished else MIN_WATERMARK
 
+    @property
+    def position(self) -> dict:
+        return {"done": self._done}
+
+    def seek(self, position: dict) -> None:
+        self._done = bool(position.get("done"))
+
     def poll(self):
         if self._done:
             self.finished = True
@@ -72,12 +80,36 @@ class ValuesSource:
         return table
 
 
+class RateMeter:
+    """Events per second over the last few seconds of wall time (one bucket per second, not per row)."""
+
+    def __init__(self, window_s: int = 5):
+        self.window_s = window_s
+        self.started = time.monotonic()
+        self._buckets: deque[list[int]] = deque()
+
+    def mark(self, n: int) -> None:
+        second = int(time.monotonic())
+        if self._buckets and self._buckets[-1][0] == second:
+            self._buckets[-1][1] += n
+        else:
+            self._buckets.append([second, n])
+            while self._buckets[0][0] <= second - self.window_s:
+                self._buckets.popleft()
+
+    def rate(self) -> float:
+        now = time.monotonic()
+        recent = sum(n for second, n in self._buckets if second > now - self.window_s)
+        return recent / max(min(self.window_s, now - self.started), 1e-3)
+
+
 @dataclass
 class JobMetrics:
     started: float = field(default_factory=time.time)
     finished: float | None = None
     rows_out: int = 0
     busy_s: float = 0.0
+    meter: RateMeter = field(default_factory=RateMeter)
 
 
 class Job:
@@ -107,6 +139,9 @@ class Job:
         self.output_watermark = MIN_WATERMARK
         self.metrics = JobMetrics()
         self.done = False
+        self.paused = False  # a paused job is not given turns: its sources are not read
+        self.cancelled = False  # stopped for good by the program (DROP QUERY, cancel())
+        self.error: BaseException | None = None  # why the job failed (it is not given turns either)
         self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
         self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
         self.source_idle: dict[int, bool] = {}
@@ -119,30 +154,34 @@ class Job:
             return False
         began = time.perf_counter()
         try:
-            active = [(op_id, s) for op_id, s in self.sources if not s.finished]
-            if not active:
-                self._finish()
-                return True
-            ticked = self._tick()
-            # Lowest watermark first; on a tie, tables (reference data) before streams.
-            for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
-                                                                  not getattr(item[1], "is_table", False))):
-                before = source.rows_read
-                table = source.poll()
-                if source.rows_read != before and self.source_idle.get(op_id):
-                    self.source_idle[op_id] = False  # data again: consumers wait for it again
-                    self._set_idle(op_id, False)
-                if table is None:
-                    self._advance(op_id, MAX_WATERMARK)
-                    return True
-                if table.num_rows:
-                    self._push(op_id, table)
-                if source.rows_read != before:
-                    self._advance(op_id, source.watermark)
-                    return True
-            return ticked
+            return self._turn()
         finally:
             self.metrics.busy_s += time.perf_counter() - began
+
+    def _turn(self) -> bool:
+        active = [(op_id, s) for op_id, s in self.sources if not s.finished]
+        if not active:
+            self._finish()
+            return True
+        ticked = self._tick()
+        # Lowest watermark first; on a tie, tables (reference data) before streams.
+        for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
+                                                              not getattr(item[1], "is_table", False))):
+            before = source.rows_read
+            table = source.poll()
+            if source.rows_read != before and self.source_idle.get(op_id):
+                self.source_idle[op_id] = False  # data again: consumers wait for it again
+                self._set_idle(op_id, False)
+            if table is None:
+                self._advance(op_id, MAX_WATERMARK)
+                return True
+            if table.num_rows:
+                self._push(op_id, table)
+            if source.rows_read != before:
+                self.metrics.meter.mark(source.rows_read - before)
+                self._advance(op_id, source.watermark)
+                return True
+        return ticked
 
     def _tick(self) -> bool:
         """Let processing time act: watermarks that follow the clock, and operators' timers.
@@ -166,6 +205,26 @@ class Job:
         """Run until every source is exhausted (bounded inputs only)."""
         while self.step():
             pass
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the job for good: bad input, a sink that cannot be written. Other jobs go on."""
+        self.error = error
+        self.metrics.finished = time.time()
+
+    @property
+    def status(self) -> str:
+        """running, paused, finished, failed or cancelled."""
+        if self.error is not None:
+            return "failed"
+        if self.done:
+            return "finished"
+        if self.cancelled:
+            return "cancelled"
+        return "paused" if self.paused else "running"
+
+    @property
+    def runnable(self) -> bool:
+        return not (self.done or self.paused or self.cancelled or self.error is not None)
 
     def _finish(self) -> None:
         for op_id, _ in self.sources:

@@ -3,6 +3,10 @@
 A log keeps every table appended to it; each reader has its own offset, so
 a query started later can still read from the beginning (``earliest``,
 the default) or only what comes next (``latest``), as with a Kafka topic.
+
+With a journal (an engine with a state directory) every append is written
+to disk first, and a new log starts with what its journal holds, so
+readers' offsets stay valid across a restart.
 """
 
 from __future__ import annotations
@@ -17,23 +21,45 @@ from ..planner.physical import OP
 
 
 class MemoryLog:
-    def __init__(self, schema: pa.Schema):
+    def __init__(self, schema: pa.Schema, journal=None):
         self.schema = schema
         self._tables: list[pa.Table] = []
         self._closed = False
         self._lock = threading.Lock()
         self.rows = 0
+        self.journal = journal
+        self.tags: list = []  # the tag of each journalled table
+        if journal is not None:
+            self._tables, self._closed, self.tags = journal.load()
+            self._tables = [t.cast(schema) if t.schema != schema else t for t in self._tables]
+            self.rows = sum(t.num_rows for t in self._tables)
 
-    def append(self, table: pa.Table) -> None:
+    def append(self, table: pa.Table, tag=None) -> None:
         if table.num_rows == 0:
             return
         with self._lock:
+            if self.journal is not None:
+                self.journal.append(table, tag)  # on disk before any reader sees it
+                self.tags.append(tag)
             self._tables.append(table)
             self.rows += table.num_rows
 
     def close(self) -> None:
         """End the stream: readers finish once they have read everything."""
+        if not self._closed and self.journal is not None:
+            self.journal.append_end()
         self._closed = True
+
+    def sync(self) -> None:
+        """Make every append durable (before a checkpoint that records readers' offsets)."""
+        if self.journal is not None:
+            self.journal.sync()
+
+    def detach(self) -> None:
+        """The stream is dropped: delete its journal."""
+        if self.journal is not None:
+            self.journal.delete()
+            self.journal = None
 
     @property
     def closed(self) -> bool:

@@ -1,4 +1,10 @@
-"""Where a job's results go: a sink writer, or a collector a program reads."""
+"""Where a job's results go: a sink writer, or a collector a program reads.
+
+Both keep ``listeners``: lists that every written batch is appended to
+(subscriptions; the engine hands them on after the job's turn). Both can
+say what a checkpoint must hold: how far a sink has written (its file is
+cut back there on a restart) or what a collector holds.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +21,26 @@ class SinkOutput:
 
     def __init__(self, writer: SinkWriter):
         self.writer = writer
+        self.listeners: list[list[pa.Table]] = []
+        self.closed = False
 
     def write(self, table: pa.Table) -> None:
         self.writer.write(table)
+        for queue in self.listeners:
+            queue.append(table)
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self.writer.flush()
         self.writer.close()
+
+    def checkpoint(self) -> tuple[dict, None]:
+        """Make what was written durable; its position is what a restart keeps."""
+        if not self.closed:
+            self.writer.flush()
+        return {"position": self.writer.position}, None
 
 
 class CollectOutput:
@@ -42,6 +61,7 @@ class CollectOutput:
         self._lock = threading.Lock()
         self.closed = False
         self.rows = 0
+        self.listeners: list[list[pa.Table]] = []
 
     def write(self, table: pa.Table) -> None:
         with self._lock:
@@ -49,6 +69,19 @@ class CollectOutput:
                 self._pending.append(table if OP in table.column_names else with_op(table, INSERT))
             self._unapplied.append(table)
             self.rows += table.num_rows
+            for queue in self.listeners:
+                queue.append(table)
+
+    def checkpoint(self) -> tuple[dict, pa.Table]:
+        """What a checkpoint keeps: the current result (changes not yet drained are not kept)."""
+        return {"rows": self.rows}, self.snapshot()
+
+    def restore(self, meta: dict, contents: pa.Table | None) -> None:
+        with self._lock:
+            if contents is not None:
+                self._applied = contents
+            self._unapplied, self._pending = [], []
+            self.rows = int(meta.get("rows", self._applied.num_rows))
 
     def close(self) -> None:
         self.closed = True
@@ -67,3 +100,20 @@ class CollectOutput:
                 else:
                     self._applied = pa.concat_tables([self._applied, *deltas])
             return self._applied
+
+
+class ClosedOutput:
+    """The output of a job restored after it had finished: nothing more is written."""
+
+    def __init__(self):
+        self.listeners: list[list[pa.Table]] = []
+        self.closed = True
+
+    def write(self, table: pa.Table) -> None:
+        raise RuntimeError("the query has finished")
+
+    def close(self) -> None:
+        pass
+
+    def checkpoint(self) -> tuple[dict, None]:
+        return {}, None

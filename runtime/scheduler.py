@@ -4,6 +4,10 @@ Jobs take turns, one source batch at a time, so many standing queries can
 share one thread. Each job has its own DuckDB connection and state store.
 Memory streams and late-event logs are kept here, by source name, because
 several jobs read them.
+
+A job that raises (bad input, a sink that cannot be written) is marked
+failed with its error and left out of later turns; the others go on. The
+failures are kept in ``failures`` for the engine to report.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import threading
 
 import pyarrow as pa
 
+from ..grammar import DsmsError
 from ..planner.catalog import SourceDef
 from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
@@ -24,13 +29,16 @@ from .state import StateStore
 
 
 class Scheduler:
-    def __init__(self, clock=None, batch_rows: int = 65536):
+    def __init__(self, clock=None, batch_rows: int = 65536, journal_for=None):
         self.clock = clock or SystemClock()
         self.batch_rows = batch_rows
         self.jobs: dict[str, Job] = {}
         self.memory: dict[str, MemoryLog] = {}
         self.late: dict[str, MemoryLog] = {}
         self.lock = threading.RLock()
+        self.failures: list[tuple[str, Job]] = []  # (job name, job) in the order they failed
+        # source -> a Journal that keeps its memory log on disk (a state directory), or None
+        self.journal_for = journal_for
 
     # -- shared logs --------------------------------------------------------------
 
@@ -41,7 +49,8 @@ class Scheduler:
             schema = pa.schema([pa.field(f.name, f.type) for f in fields])
             if source.kind == "table":
                 schema = schema.append(pa.field(OP, pa.int8()))  # a table's log holds changes by key
-            self.memory[key] = MemoryLog(schema)
+            journal = self.journal_for(source, schema) if self.journal_for else None
+            self.memory[key] = MemoryLog(schema, journal)
         return self.memory[key]
 
     def late_log(self, op: SourceOp) -> MemoryLog:
@@ -51,7 +60,9 @@ class Scheduler:
         return self.late[key]
 
     def drop_source(self, name: str) -> None:
-        self.memory.pop(name.lower(), None)
+        log = self.memory.pop(name.lower(), None)
+        if log is not None:
+            log.detach()
         self.late.pop(name.lower(), None)
 
     def open_reader(self, op: SourceOp) -> SourceReader:
@@ -86,15 +97,28 @@ class Scheduler:
             job = self.jobs.pop(name, None)
         if job is not None:
             job.env.duck.close()
+            for _, source in job.sources:
+                reader = getattr(source, "reader", None)
+                if reader is not None:
+                    reader.close()
         return job
 
     def step(self) -> bool:
-        """Give every running job one turn; True if any made progress."""
+        """Give every running job one turn; True if any made progress (or failed)."""
         with self.lock:
-            jobs = [j for j in self.jobs.values() if not j.done and not getattr(j, "paused", False)]
+            jobs = [(name, j) for name, j in self.jobs.items() if j.runnable]
         progressed = False
-        for job in jobs:
-            progressed = job.step() or progressed
+        for name, job in jobs:
+            try:
+                progressed = job.step() or progressed
+            except Exception as e:  # one job's failure must not stop the others
+                job.fail(e)
+                self.failures.append((name, job))
+                progressed = True
+            except BaseException:  # Ctrl-C in the middle of a turn: the job's state may be torn
+                job.fail(DsmsError("interrupted in the middle of a batch, so its state may be incomplete; with a "
+                                   "state directory it continues from its last checkpoint when the engine restarts"))
+                raise
         return progressed
 
     def run_until_idle(self, max_steps: int | None = None) -> int:

@@ -151,7 +151,7 @@ def table_rows(lines: list[str], after: int = 0) -> list[tuple[str, ...]]:
     rule = next(i for i in range(after, len(lines)) if lines[i] and set(lines[i]) <= set("-+"))
     out = []
     for line in lines[rule + 1:]:
-        if not line or line.startswith(("(", "query-", "dsms>", "... ")):
+        if not line or line.startswith(("(", "query_", "dsms>", "... ")):
             break
         out.append(tuple(c.strip() for c in line.split("|")))
     return out

@@ -74,13 +74,13 @@ def test_a_live_window_result_appears_after_inserts_and_ctrl_c_stops_it():
             assert len(want) > len(closed_windows(first)) > 0
             assert sorted(table_rows(sh.live_area())) == want
             status = sh.live_area()[-1]
-            assert status.startswith(f"query-1: {len(want)} rows") and "watermark 2024-03-01 12:04:" in status \
+            assert status.startswith(f"query_1: {len(want)} rows") and "watermark 2024-03-01 12:04:" in status \
                 and "late 0" in status
             sh.send("\x03")  # Ctrl-C: the query stops, its last result stays on screen
-            await sh.wait_for("query-1 stopped")
+            await sh.wait_for("query_1 stopped")
             assert not sh.engine.scheduler.jobs
             lines = sh.screen.text().split("\n")
-            assert sorted(table_rows(lines, lines.index(next(ln for ln in lines if ln.startswith("query-1 stopped")))
+            assert sorted(table_rows(lines, lines.index(next(ln for ln in lines if ln.startswith("query_1 stopped")))
                                      - len(want) - 3)) == want
             await sh.run("SELECT 41 + 1 AS answer;")
             await sh.wait_for("answer\n------\n42\n(1 row)")
@@ -98,9 +98,9 @@ def test_an_updating_result_changes_in_place_and_changelog_mode_prints_every_cha
             await sh.run("INSERT INTO clicks VALUES (1, '2024-01-01 12:00:02');")
             # Ad 1's row was retracted and replaced: still one row per ad.
             assert sorted(table_rows(sh.live_area())) == [("1", "2"), ("2", "1")]
-            assert sh.live_area()[-1].startswith("query-1: 2 rows  4 changes")  # +I, +I, -U, +U
+            assert sh.live_area()[-1].startswith("query_1: 2 rows  4 changes")  # +I, +I, -U, +U
             sh.send("\x03")
-            await sh.wait_for("query-1 stopped after 4 changes")
+            await sh.wait_for("query_1 stopped after 4 changes")
 
             await sh.run("SET 'result_mode' = 'changelog';")
             await sh.wait_for("Set result_mode = changelog")
@@ -113,7 +113,7 @@ def test_an_updating_result_changes_in_place_and_changelog_mode_prints_every_cha
             changes = [tuple(c.strip() for c in line.split("|")) for line in printed.split("\n")
                        if line[:2] in ("+I", "-U", "+U", "-D")]
             assert changes == [("+I", "1", "1"), ("-U", "1", "1"), ("+U", "1", "2"), ("+I", "2", "1")]
-            assert sh.live_area()[-1].startswith("query-2: 4 changes")
+            assert sh.live_area()[-1].startswith("query_2: 4 changes")
 
     run(scenario)
 
@@ -135,7 +135,7 @@ def test_errors_show_a_caret_and_leave_the_session_usable(tmp_path):
             # A query that fails while it runs is stopped with its error; the shell goes on.
             await sh.run(f"CREATE STREAM f (x BIGINT) WITH (connector = 'file', path = '{bad}', format = 'json');")
             await sh.run("SELECT x FROM f;")
-            await sh.wait_for("error: query query-1 failed and was stopped")
+            await sh.wait_for("error: query query_1 failed and was stopped")
             assert "line 2" in sh.screen.text() and sh.repl.live is None and not sh.engine.scheduler.jobs
             # Ctrl-C with no live query clears the line.
             sh.send("SELECT 'dropped'")
@@ -149,7 +149,7 @@ def test_errors_show_a_caret_and_leave_the_session_usable(tmp_path):
 
 def test_create_sink_returns_the_prompt_at_once_and_keeps_running():
     async def scenario():
-        async with Shell() as sh:
+        async with Shell(cols=250) as sh:  # SHOW QUERIES is wide
             await sh.run(CLICKS)
             await sh.run("""CREATE SINK per_minute WITH (connector = 'memory') AS
   SELECT window_start, ad, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
@@ -163,8 +163,9 @@ def test_create_sink_returns_the_prompt_at_once_and_keeps_running():
             await sh.run("SHOW QUERIES;")
             lines = sh.screen.text().split("\n")
             shown = {row[0]: row for row in table_rows(lines, lines.index("dsms> SHOW QUERIES;"))}
-            assert set(shown) == {"per_minute", "per_ad"} and shown["per_minute"][1] == "running"
-            assert shown["per_minute"][2] == "4"  # rows in
+            assert set(shown) == {"per_minute", "per_ad"}
+            assert shown["per_minute"][1:3] == ("sink", "running") and shown["per_ad"][1:3] == ("materialized view", "running")
+            assert shown["per_minute"][4] == "4"  # rows in
             # The 12:00 window closed when the 12:01:30 event moved the watermark past 12:01:00.
             import datetime as dt
 
@@ -243,7 +244,7 @@ def test_set_lists_the_shell_options_with_the_engine_options_and_reset_restores_
         async with Shell() as sh:
             await sh.run("SET 'result_mode' = 'changelog';")
             await sh.run("SET;")
-            await sh.wait_for("result_mode       | changelog")
+            await sh.wait_for("result_mode         | changelog")
             await sh.run("RESET 'result_mode';")
             assert sh.repl.options["result_mode"] == "table"
             await sh.run("SET 'emit' = 'changes';")

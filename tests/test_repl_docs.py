@@ -52,7 +52,7 @@ def test_a_session_in_the_docs_gives_the_screen_it_shows(session, live, tmp_path
             shown = sh.screen.text().split("\n")
             assert shown[-1].startswith("dsms>")  # the prompt waiting for more
             assert "\n".join(shown[:-1]) == "\n".join(ln for ln in lines if ln != "^C")
-            if "per_ad" in sh.engine.queries:
+            if "per_ad" in sh.engine.queries.running:
                 assert sorted(sh.engine.sink("per_ad").snapshot().to_pylist(), key=lambda r: r["ad"]) == [
                     {"ad": 7, "clicks": 2}, {"ad": 8, "clicks": 1}]
 

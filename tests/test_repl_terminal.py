@@ -29,9 +29,9 @@ def test_the_shell_in_a_terminal_shows_a_window_fire_and_survives_ctrl_c(tmp_pat
         term.send("INSERT INTO clicks VALUES (7, '2024-05-01 09:01:01.5');\r")
         # 09:01:00.5 passes the window's end: it fires, drawn in place above the prompt.
         term.wait_for("2024-05-01 09:00:00.000 | 7  | 2\n2024-05-01 09:00:00.000 | 8  | 1\n"
-                      "query-1: 2 rows  2 changes  watermark 2024-05-01 09:01:00.500")
+                      "query_1: 2 rows  2 changes  watermark 2024-05-01 09:01:00.500")
         term.send("\x03")
-        term.wait_for("(2 rows)\nquery-1 stopped after 2 changes\n")
+        term.wait_for("(2 rows)\nquery_1 stopped after 2 changes\n")
         term.send("SELECT 41 + 1 AS answer;\r")
         term.wait_for("answer\n------\n42\n(1 row)")
         term.child.kill(signal.SIGINT)  # a signal at the prompt clears the line, nothing more

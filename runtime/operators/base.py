@@ -51,6 +51,10 @@ class Logic:
         """The watermark this operator forwards once its input watermark is ``watermark``."""
         return watermark
 
+    def next_fire_time(self) -> int | None:
+        """The watermark at which this operator will next emit (a window's end), if it knows; for SHOW PROGRESS."""
+        return None
+
     @property
     def state_rows(self) -> int:
         return 0

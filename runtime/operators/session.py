@@ -82,6 +82,13 @@ class SessionLogic(Logic):
         alive = self._open_from(self.fired.value)
         return sum(int(np.count_nonzero(int64_values(t.column(E)) >= alive)) for _, t in self._runs())
 
+    def next_fire_time(self) -> int | None:
+        """A session closes once the watermark is past its end: the least end of the open ones."""
+        alive = self._open_from(self.fired.value)
+        ends = [e[e >= alive] for e in (int64_values(t.column(E)) for _, t in self._runs())]
+        ends = [e for e in ends if e.size]
+        return int(min(e.min() for e in ends)) + 1 if ends else None
+
     def _open_from(self, watermark: int) -> int:
         """The least end of a session still open (mergeable) at ``watermark``."""
         return watermark - self.keep_us if watermark < MAX_WATERMARK else MAX_WATERMARK

@@ -55,6 +55,14 @@ class WindowAggLogic(Logic):
         self._add(batch)
         return []
 
+    def next_fire_time(self) -> int | None:
+        fired = self.fired.value
+        for pane in self.panes.keys():  # the earliest pane has the earliest window end
+            ends = [end for _, end in self.window.windows_of_pane(pane) if end > fired]
+            if ends:
+                return min(ends)
+        return None
+
     def _add(self, batch: pa.Table) -> list[int]:
         """Aggregate a batch into its panes; the panes it touched."""
         partial = self.duck.run(self.spec.partial_sql, batch)

@@ -29,6 +29,9 @@ class WindowJoinLogic(JoinLogic):
         self.next_end.value = min(self.next_end.value, min_time(batch, self.spec.end_columns[port]))
         return []
 
+    def next_fire_time(self) -> int | None:
+        return None if self.next_end.value >= MAX_WATERMARK else self.next_end.value + self.spec.lateness
+
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         w = lowered(watermark, self.spec.lateness)
         if self.next_end.value > w:

@@ -1,0 +1,48 @@
+"""SHOW STREAMS | TABLES | VIEWS | SINKS | MATERIALIZED VIEWS | FUNCTIONS, and DESCRIBE: the catalog as rows."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .grammar import Describe, Diagnostic, Show, SqlError
+from .planner import Catalog
+from .planner.catalog import SourceDef
+from .planner.functions import SCALAR_FUNCTIONS
+from .planner.types import sql_name
+from .queries import rows_table
+
+_KINDS = {"streams": ("stream",), "tables": ("table",), "views": ("view",), "sinks": ("sink",),
+          "materialized views": ("materialized view",)}
+
+
+def show_catalog(catalog: Catalog, stmt: Show) -> pa.Table:
+    what = stmt.what
+    if what in _KINDS:
+        objs = catalog.of_kind(*_KINDS[what])
+        rows = [{"name": o.name, "kind": o.object_kind,
+                 "connector": (o.connector if isinstance(o, SourceDef) else o.options.get("connector", "")
+                               if hasattr(o, "options") else ""),
+                 "columns": ", ".join(f.name for f in o.schema)} for o in objs]
+        return rows_table(rows, ["name", "kind", "connector", "columns"])
+    if what == "functions":
+        return pa.table({"name": SCALAR_FUNCTIONS})
+    raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+
+
+def describe(catalog: Catalog, stmt: Describe) -> pa.Table:
+    obj = catalog.require(stmt.name, stmt.source, kinds=("stream", "table", "view", "sink", "materialized view"))
+    computed = dict(obj.computed) if isinstance(obj, SourceDef) else {}
+    key = set(obj.primary_key) if isinstance(obj, SourceDef) else set()
+    rows = []
+    for f in obj.schema:
+        extra = []
+        if f.rowtime and isinstance(obj, SourceDef) and obj.watermark:
+            extra.append(f"WATERMARK AS {f.name} - INTERVAL '{obj.watermark.delay_us / 1e6:g}' SECOND")
+        elif f.rowtime:
+            extra.append("event time")
+        if f.name in computed:
+            extra.append(f"AS {computed[f.name].sql()}")
+        if f.name in key:
+            extra.append("PRIMARY KEY")
+        rows.append({"column": f.name, "type": sql_name(f.type), "nullable": f.nullable, "extra": "; ".join(extra)})
+    return rows_table(rows, ["column", "type", "nullable", "extra"])

@@ -1,0 +1,116 @@
+"""Pull queries: a SELECT over materialized views answers once, from their current contents.
+
+A ``SELECT`` whose relations are all materialized views (directly or
+through views), and that has no ``EMIT`` clause, is a *pull query*, as in
+ksqlDB and RisingWave: it reads what each view holds at that moment, runs
+to completion over those rows and returns a table; nothing keeps running.
+Anything else is a continuous (push) query; ``SELECT … FROM mv EMIT
+CHANGES`` asks for one over a view explicitly: it computes the view's
+query afresh, as a new query, and keeps its result up to date.
+
+The query is planned against a copy of the catalog in which each view it
+reads is a bounded memory stream holding the view's current rows, and run
+by a job of its own, so every SQL feature of a continuous query works the
+same way here (filters, aggregates, joins of views, ORDER BY-free Top-N).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from .grammar import QueryStatement
+from .grammar.stream_syntax import EmitClause
+from .planner import Catalog, plan_query
+from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
+from .planner.types import Schema
+from .runtime.duck import Duck
+from .runtime.job import Job
+from .runtime.memory import MemoryLog
+from .runtime.operators.base import Env
+from .runtime.output import CollectOutput
+
+
+def relation_names(tree: exp.Expression) -> list[str]:
+    """The names of the relations a query reads directly (not its CTEs), in order of appearance."""
+    ctes = {c.alias.lower() for c in tree.find_all(exp.CTE)}
+    names = []
+    for table in tree.find_all(exp.Table):
+        if table.name:
+            if table.name.lower() not in ctes:
+                names.append(table.name)
+            continue
+        inner = table.this  # TUMBLE(s, ts, …) or LATE(s) in FROM name the relation in their first argument
+        args = getattr(inner, "expressions", None) or []
+        if args and isinstance(args[0], exp.Column) and not args[0].table:
+            names.append(args[0].name)
+    return names
+
+
+def pulled_views(tree: exp.Expression, catalog: Catalog) -> list[MaterializedViewDef] | None:
+    """The materialized views a pull query reads, or None if ``tree`` is a continuous query."""
+    if any(True for _ in tree.find_all(EmitClause)):
+        return None
+    found: dict[str, MaterializedViewDef] = {}
+
+    def visit(node: exp.Expression, depth: int) -> bool:
+        names = relation_names(node)
+        for name in names:
+            obj = catalog.get(name)
+            if isinstance(obj, MaterializedViewDef):
+                found[obj.name.lower()] = obj
+            elif isinstance(obj, ViewDef) and depth < 32:
+                if not visit(obj.query, depth + 1):
+                    return False
+            else:
+                return False
+        return bool(names)
+
+    return list(found.values()) if visit(tree, 0) else None
+
+
+def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents) -> pa.Table:
+    """Run a pull query over the views' current rows (``contents(name)`` gives a view's rows).
+
+    Returns the result rows as an Arrow table.
+    """
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    logs: dict[str, MemoryLog] = {}
+    for view in views:
+        schema = Schema(tuple(f.plain() for f in view.schema))
+        snapshot.objects[view.name.lower()] = SourceDef(
+            name=view.name, kind="stream", schema=schema, physical=tuple(schema.names), computed=(),
+            watermark=None, primary_key=(), options={"connector": "memory"}, base_dir=None, ddl="")
+        rows = contents(view.name)
+        log = logs[view.name.lower()] = MemoryLog(rows.schema)
+        log.append(rows)
+        log.close()
+    planned = plan_query(stmt.query, snapshot, stmt.source)
+    output = CollectOutput(planned.physical.root.schema, planned.changelog == "updating", keep_changes=False)
+    env = Env(duck=Duck())
+    try:
+        job = Job(planned.physical, output, env, lambda op: _Columns(logs[op.source.name.lower()], op.columns))
+        job.run()
+    finally:
+        env.duck.close()
+    return output.snapshot()
+
+
+class _Columns:
+    """Reads a closed log, keeping the columns a source operator asks for."""
+
+    def __init__(self, log: MemoryLog, columns):
+        self.reader, self.columns = log.reader(), list(columns)
+
+    def read(self):
+        table = self.reader.read()
+        return None if table is None else table.select(self.columns)
+
+    position = property(lambda self: self.reader.position)
+    skipped = 0
+
+    def seek(self, position):
+        self.reader.seek(position)
+
+    def close(self):
+        pass

@@ -1,0 +1,191 @@
+"""Checkpoints of a job: its state, how far it read and how far its output got, on disk.
+
+A checkpoint is taken between two turns of a job, when no batch is in
+flight, so it is a consistent cut: the operators' state store, each
+source's position (a file offset, a memory-log offset) and watermark
+bookkeeping, and the output's position (a file sink's length, flushed to
+disk first) or contents (a materialized view's rows). Restoring all of it
+into a new job of the same plan continues as if nothing happened: the
+sink is cut back to the checkpoint, the sources re-read what came after it
+and the operators recompute the same output (MillWheel's exactly-once by
+replay, with a deterministic job).
+
+On disk a checkpoint is a directory ``ckpt-<n>`` holding ``meta.json``
+and one Arrow IPC file per state table. It is written as ``ckpt-<n>.tmp``,
+synced, and renamed, so a crash leaves either the old checkpoint or the
+new one, never half of one; older checkpoints are removed after the rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..grammar import DsmsError
+from ..planner.physical import PhysicalPlan
+from .job import Job, ValuesSource
+
+_PREFIX = "ckpt-"
+
+
+@dataclass
+class Checkpoint:
+    job: dict  # source positions and counters, watermarks, metrics, done
+    state: dict[str, Any]  # StateStore.snapshot()
+    output: dict = field(default_factory=dict)  # the output's position or row count
+    contents: pa.Table | None = None  # what a collecting output holds
+
+
+# -- taking and applying ------------------------------------------------------------------
+
+
+def capture(job: Job) -> Checkpoint:
+    """A checkpoint of ``job`` now (call it between turns)."""
+    sources = {}
+    for op_id, s in job.sources:
+        sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
+                               "finished": s.finished}
+    meta = {
+        "sources": sources,
+        "in_wm": {str(k): v for k, v in job.in_wm.items()},
+        "combined": {str(k): v for k, v in job.combined.items()},
+        "out_wm": {str(k): v for k, v in job.out_wm.items()},
+        "output_watermark": job.output_watermark,
+        "rows_out": job.metrics.rows_out,
+        "done": job.done,
+        "plan": plan_fingerprint(job.plan),
+    }
+    output, contents = job.output.checkpoint()
+    return Checkpoint(meta, job.env.state.snapshot(), output, contents)
+
+
+def restore(job: Job, ckpt: Checkpoint) -> None:
+    """Put ``ckpt`` back into a new job of the same plan (before its first turn)."""
+    meta = ckpt.job
+    if meta.get("plan") != plan_fingerprint(job.plan):
+        raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
+                        "of dsms?), so its state does not fit; drop it and create it again")
+    job.env.state.restore(ckpt.state)
+    for op_id, s in job.sources:
+        saved = meta["sources"].get(str(op_id))
+        if saved is None:
+            continue
+        if saved["finished"]:
+            s.finished = True  # it had been read to its end
+        else:
+            _reader(s).seek(saved["position"])
+        s.rows_read, s.late = int(saved["rows_read"]), int(saved["late"])
+    job.in_wm = {int(k): list(v) for k, v in meta["in_wm"].items()}
+    job.combined = {int(k): v for k, v in meta["combined"].items()}
+    job.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
+    job.output_watermark = meta["output_watermark"]
+    job.metrics.rows_out = int(meta["rows_out"])
+    job.done = bool(meta["done"])
+
+
+def plan_fingerprint(plan: PhysicalPlan) -> str:
+    """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
+    ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
+    return hashlib.sha256(repr((ops, plan.output)).encode()).hexdigest()[:16]
+
+
+def _reader(source):
+    """What knows a source's position: its reader (VALUES keep their own)."""
+    return source if isinstance(source, ValuesSource) else source.reader
+
+
+# -- on disk --------------------------------------------------------------------------------
+
+
+def save(directory: str, seq: int, ckpt: Checkpoint) -> str:
+    """Write ``ckpt`` atomically as ``directory/ckpt-<seq>``; older checkpoints are removed."""
+    final = os.path.join(directory, f"{_PREFIX}{seq:08d}")
+    tmp = final + ".tmp"
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    files = iter(range(1_000_000))
+
+    def table_file(table: pa.Table) -> str:
+        name = f"t{next(files)}.arrow"
+        _write_table(os.path.join(tmp, name), table)
+        return name
+
+    state = {}
+    for key, (kind, data) in ckpt.state.items():
+        if kind == "value":
+            state[key] = {"kind": kind, "value": data}
+        elif kind == "panes":
+            state[key] = {"kind": kind, "file": None if data is None else table_file(data)}
+        else:
+            state[key] = {"kind": kind, "files": {name: table_file(t) for name, t in data.items()}}
+    meta = {"version": 1, "job": ckpt.job, "state": state, "output": ckpt.output,
+            "contents": None if ckpt.contents is None else table_file(ckpt.contents)}
+    with open(os.path.join(tmp, "meta.json"), "w") as f:
+        json.dump(meta, f)
+        f.flush()
+        os.fsync(f.fileno())
+    _sync_dir(tmp)
+    os.rename(tmp, final)
+    _sync_dir(directory)
+    for name in os.listdir(directory):
+        if name.startswith(_PREFIX) and os.path.join(directory, name) != final:
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+    return final
+
+
+def latest(directory: str) -> tuple[int, Checkpoint] | None:
+    """The newest complete checkpoint in ``directory`` and its number, or None."""
+    if not os.path.isdir(directory):
+        return None
+    done = sorted(n for n in os.listdir(directory) if n.startswith(_PREFIX) and not n.endswith(".tmp"))
+    if not done:
+        return None
+    path = os.path.join(directory, done[-1])
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+
+    def table(name):
+        return None if name is None else _read_table(os.path.join(path, name))
+
+    state = {}
+    for key, entry in meta["state"].items():
+        kind = entry["kind"]
+        if kind == "value":
+            state[key] = (kind, entry["value"])
+        elif kind == "panes":
+            state[key] = (kind, table(entry["file"]))
+        else:
+            state[key] = (kind, {name: table(f) for name, f in entry["files"].items()})
+    seq = int(done[-1][len(_PREFIX):])
+    return seq, Checkpoint(meta["job"], state, meta["output"], table(meta["contents"]))
+
+
+def _write_table(path: str, table: pa.Table) -> None:
+    with pa.OSFile(path, "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_table(path: str) -> pa.Table:
+    with pa.OSFile(path, "rb") as source:  # read into memory: the file goes with the next checkpoint
+        return pa.ipc.open_file(source).read_all()
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
