@@ -210,3 +210,17 @@ def test_many_rows_render_in_order(tmp_path):
     lines = path.read_text().splitlines()
     assert len(lines) == n and lines[0] == '{"k":"k0","v":0}' and lines[-1] == f'{{"k":"k{n - 1}","v":{n - 1}}}'
     assert lines[12345] == '{"k":"k12345","v":12345}'
+
+
+def test_a_standing_sink_writes_its_rows_to_the_file_as_they_come(tmp_path):
+    # A sink that runs for months must not hold its rows back until it is dropped.
+    import dsms
+
+    out = tmp_path / "out.jsonl"
+    engine = dsms.Engine()
+    engine.execute(f"""CREATE STREAM s (k BIGINT) WITH (connector = 'memory');
+        CREATE SINK big WITH (connector = 'file', path = '{out}', format = 'json') AS SELECT k FROM s WHERE k > 1""")
+    engine.insert("s", [(1,), (2,), (3,)])
+    engine.run_until_idle()
+    assert out.read_text() == '{"k":2}\n{"k":3}\n'
+    engine.close()

@@ -86,6 +86,7 @@ class LineSink:
         for piece in pieces:
             self._file.write(piece)
             self._bytes += len(piece)
+        self._file.flush()  # visible to readers of the file at once (made durable by a checkpoint's fsync)
 
     def flush(self) -> None:
         self._file.flush()
