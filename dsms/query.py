@@ -112,6 +112,11 @@ class QueryHandle:
         """The current result: every row so far, or the changelog applied if it is updating."""
         return self.output.snapshot()
 
+    def keep_changes_only(self) -> None:
+        """Keep no current result, only the changes not yet polled: for a reader of the changelog
+        of an endless query, memory then stays the size of what it has not read."""
+        self.output.discard_result()
+
     def to_pandas(self):
         """The current result as a pandas DataFrame."""
         return self.snapshot().to_pandas()

@@ -34,6 +34,8 @@ class LiveResult:
         self.mode = mode
         self.clock = clock
         self.table: pa.Table = handle.snapshot()
+        if mode == "changelog":
+            handle.keep_changes_only()  # printed changes are not kept: memory stays flat however long it runs
         self.changes = 0
         self.pending: list[pa.Table] = []  # changes not printed yet (changelog mode)
         self.widths: list[int] | None = None

@@ -16,6 +16,9 @@ from .changelog import INSERT, OP, apply_changes, with_op
 from .connectors.base import SinkWriter
 
 
+_COMPACT_AT = 64  # pieces of changes applied to a collected result at once
+
+
 class SinkOutput:
     """Writes every result batch to a sink and flushes it when the job ends."""
 
@@ -58,6 +61,7 @@ class CollectOutput:
         self._pending: list[pa.Table] = []
         self._applied: pa.Table = schema.empty_table()
         self._unapplied: list[pa.Table] = []
+        self.keep_result = True  # False: only changes are kept (a reader that polls them needs no result)
         self._lock = threading.Lock()
         self.closed = False
         self.rows = 0
@@ -67,7 +71,10 @@ class CollectOutput:
         with self._lock:
             if self.keep_changes:
                 self._pending.append(table if OP in table.column_names else with_op(table, INSERT))
-            self._unapplied.append(table)
+            if self.keep_result:
+                self._unapplied.append(table)
+                if len(self._unapplied) >= _COMPACT_AT:  # a result nobody reads stays its own size
+                    self._apply()
             self.rows += table.num_rows
             for queue in self.listeners:
                 queue.append(table)
@@ -93,13 +100,24 @@ class CollectOutput:
 
     def snapshot(self) -> pa.Table:
         with self._lock:
-            deltas, self._unapplied = self._unapplied, []
-            if deltas:
-                if self.updating:
-                    self._applied = apply_changes(self._applied, deltas)
-                else:
-                    self._applied = pa.concat_tables([self._applied, *deltas])
+            if not self.keep_result:
+                raise RuntimeError("this query keeps only its changes, not its result")
+            self._apply()
             return self._applied
+
+    def discard_result(self) -> None:
+        """From now on keep only the changes (``drain``); ``snapshot`` is refused."""
+        with self._lock:
+            self.keep_result = False
+            self._unapplied, self._applied = [], self.schema.empty_table()
+
+    def _apply(self) -> None:
+        deltas, self._unapplied = self._unapplied, []
+        if deltas:
+            if self.updating:
+                self._applied = apply_changes(self._applied, deltas)
+            else:
+                self._applied = pa.concat_tables([self._applied, *deltas])
 
 
 class ClosedOutput:

@@ -181,3 +181,30 @@ def test_the_embedding_example_runs_and_matches_duckdb(tmp_path):
     # And as a script.
     done = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith(summary)
+
+
+def test_a_reader_of_changes_only_keeps_no_result():
+    # An endless query read as a changelog (the shell's changelog mode) must not keep every row it saw.
+    from dsms.runtime.output import CollectOutput
+
+    engine = dsms.Engine()
+    engine.execute("CREATE STREAM s (k BIGINT, v BIGINT) WITH (connector = 'memory')")
+    q = engine.query("SELECT k, SUM(v) AS total FROM s GROUP BY k")
+    q.keep_changes_only()
+    seen = 0
+    for i in range(300):
+        engine.insert("s", [(i % 3, 1)])
+        engine.run_until_idle()
+        seen += q.poll().num_rows
+    assert seen == 3 + 2 * 297  # each key's first row, then -U/+U per insert
+    with pytest.raises(RuntimeError, match="only its changes"):
+        q.snapshot()
+    # A result nobody reads is applied as it grows: it stays the size of the result, not of the changes.
+    out = CollectOutput(pa.schema([("k", pa.int64()), ("__op", pa.int8())]), updating=True)
+    row = {"k": pa.array([1], pa.int64())}
+    out.write(pa.table({**row, "__op": pa.array([0], pa.int8())}))  # +I
+    for _ in range(1000):
+        out.write(pa.table({**row, "__op": pa.array([1], pa.int8())}))
+        out.write(pa.table({**row, "__op": pa.array([2], pa.int8())}))  # -U then +U
+    assert len(out._unapplied) < 64
+    assert out.snapshot().num_rows == 1
