@@ -13,6 +13,7 @@ from .errors import DsmsError
 from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
+from .planner.routing import ENGINES
 from .render import format_header, format_rows, format_value
 
 
@@ -28,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
     run.add_argument("--batch-size", type=int, default=None, metavar="ROWS",
                      help="rows per micro-batch read from files (default 65536)")
+    run.add_argument("--engine", choices=ENGINES, default=None,
+                     help="where queries run: the incremental runtime, one DuckDB statement, Spark, or auto "
+                          "(the default: DuckDB or Spark for bounded files by size, else the runtime; "
+                          "SET 'engine' in the script overrides it)")
 
     explain = sub.add_parser("explain", help="print the operator DAG of each query in a script",
                              description="Print, for each CREATE SINK, CREATE MATERIALIZED VIEW and SELECT of a "
@@ -42,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         text = _read(args.script)
         if args.command == "run":
             return run_script(text, os.path.dirname(os.path.abspath(args.script)), quiet=args.quiet,
-                              batch_size=args.batch_size)
+                              batch_size=args.batch_size, engine=args.engine)
         return explain_script(text, os.path.dirname(os.path.abspath(args.script)))
     except DsmsError as e:
         print(str(e), file=sys.stderr)
@@ -59,11 +64,15 @@ def _read(path: str) -> str:
         raise DsmsError(f"cannot read script {path}: {e.strerror}") from None
 
 
-def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None) -> int:
+def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None,
+               engine: str | None = None) -> int:
     out = out or sys.stdout
+    route = engine
     engine = Engine(base_dir=base_dir)
     if batch_size:
         engine.scheduler.batch_rows = batch_size
+    if route:
+        engine.catalog.settings["engine"] = route
     started = time.perf_counter()
     printers = []
     for stmt in parse_script(text):
@@ -116,7 +125,7 @@ def explain_script(text: str, base_dir: str, out=None) -> int:
                 print(file=out)
             first = False
             print(f"-- {header}  ({planned.changelog})", file=out)
-            print(planned.explain(), file=out)
+            print(engine.explain_planned(planned), file=out)
             if isinstance(inner, CreateMaterializedView):
                 engine.catalog.add(bind_create_mv(inner, planned.schema), name=inner.name, source=inner.source)
         elif not isinstance(stmt, Explain):
@@ -239,12 +248,14 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     parts = [f"{word}: {events:,} events in {elapsed:.2f} s ({events / max(elapsed, 1e-9):,.0f} events/s)"]
     total_late = sum(late.values())
     parts.append(f"late events dropped: {total_late:,}" +
-                 (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else ""))
+                 (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else "") +
+                 ("; not counted on the spark route" if any(not getattr(j, "late_counted", True)
+                                                             for j in jobs.values()) else ""))
     if skipped:
         parts.append("malformed rows skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()))
     for name, job in jobs.items():
         if not name.startswith("query-"):
-            parts.append(f"sink {name}: {job.metrics.rows_out:,} rows")
+            parts.append(f"sink {name}: {job.metrics.rows_out:,} rows ({getattr(job, 'route', 'runtime')})")
     print("\n".join(parts), file=sys.stderr)
 
 

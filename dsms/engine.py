@@ -43,19 +43,24 @@ from .grammar import (
     Statement,
     parse_script,
 )
-from .planner import Catalog, PlannedQuery, plan_query
+from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.functions import SCALAR_FUNCTIONS
 from .planner.logical import UPDATING
+from .planner.routing import ENGINES, Route, choose_route, parse_size
 from .planner.types import sql_name
 from .query import QueryHandle, Result
+from .runtime.batch_job import BatchJob
 from .runtime.convert import to_table
+from .runtime.duckdb_route import DuckDBRoute
+from .runtime.estimate import estimated_bytes
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.output import CollectOutput, SinkOutput
 from .runtime.scheduler import Scheduler
+from .runtime.spark_route import SparkRoute
 
-_SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
+_SETTING_VALUES = {"engine": ENGINES, "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
 
 
@@ -107,6 +112,25 @@ class Engine:
 
     def explain(self, sql: str) -> str:
         return self.plan(sql).explain()
+
+    def explain_planned(self, planned: PlannedQuery, logical: bool = False) -> str:
+        """EXPLAIN's text: the planner's warnings, the route and why, then the DAG."""
+        dag = explain_logical(planned.optimized) if logical else explain_physical(planned.physical)
+        return "\n".join([f"warning: {w}" for w in planned.warnings] + [self.route(planned).describe(), dag])
+
+    def route(self, planned: PlannedQuery) -> Route:
+        """The engine that runs ``planned`` under this session's settings, and why (planner/routing.py)."""
+        return choose_route(planned.optimized, self.catalog.settings, estimated_bytes)
+
+    def _start(self, name: str, planned: PlannedQuery, output):
+        """Start a query on its route: a runtime job, or a batch job run on the next step."""
+        route = self.route(planned)
+        if route.engine == "runtime":
+            return self.scheduler.start(name, planned.physical, output)
+        executor = (DuckDBRoute if route.engine == "duckdb" else SparkRoute)(dict(self.catalog.settings))
+        job = BatchJob(executor, planned.lowered(route.engine), output, planned.physical.root.schema, route.reason)
+        self.scheduler.add(name, job)
+        return job
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Append rows to a memory stream, or upsert them into a memory table by its primary key.
@@ -206,7 +230,7 @@ class Engine:
             output = SinkOutput(open_file_sink(sink.options, sink.path, schema, updating))
         else:
             output = CollectOutput(schema, updating)
-        job = self.scheduler.start(sink.name, planned.physical, output)
+        job = self._start(sink.name, planned, output)
         self.queries[sink.name.lower()] = QueryHandle(self, sink.name, job, output, planned.changelog,
                                                       planned.warnings) \
             if isinstance(output, CollectOutput) else None
@@ -217,7 +241,7 @@ class Engine:
         mv = bind_create_mv(stmt, planned.schema)
         self.catalog.add(mv, name=stmt.name, source=stmt.source)
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING, keep_changes=False)
-        job = self.scheduler.start(mv.name, planned.physical, output)
+        job = self._start(mv.name, planned, output)
         self.queries[mv.name.lower()] = QueryHandle(self, mv.name, job, output, planned.changelog, planned.warnings)
         return Result("ok", f"Created materialized view {mv.name}", warnings=planned.warnings)
 
@@ -225,7 +249,7 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         name = f"query-{next(self._ids)}"
         output = CollectOutput(planned.physical.root.schema, planned.changelog == UPDATING)
-        job = self.scheduler.start(name, planned.physical, output)
+        job = self._start(name, planned, output)
         handle = QueryHandle(self, name, job, output, planned.changelog, planned.warnings)
         self.queries[name] = handle
         return Result("query", query=handle, warnings=planned.warnings)
@@ -297,11 +321,12 @@ class Engine:
             raise SqlError(Diagnostic("EXPLAIN takes a query or a CREATE SINK / VIEW / MATERIALIZED VIEW",
                                       stmt.span, stmt.source))
         planned = plan_query(query, self.catalog, stmt.source)
-        text = planned.explain()
-        if "logical" in stmt.options:
-            from .planner import explain_logical
-
-            text = explain_logical(planned.optimized)
+        if "lowered" in stmt.options:
+            route = self.route(planned)
+            target = stmt.target or (route.engine if route.engine != "runtime" else "duckdb")
+            text = planned.explain() if target == "runtime" else planned.lowered(target).explain()
+        else:
+            text = self.explain_planned(planned, logical="logical" in stmt.options)
         return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
 
     def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
@@ -312,6 +337,11 @@ class Engine:
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
                                       help="expected one of: " + ", ".join(allowed)))
+        if stmt.key == "batch.max_bytes":
+            try:
+                parse_size(stmt.value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source)) from None
         if stmt.key == "batch.size":
             if not stmt.value.isdigit() or int(stmt.value) < 1:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",

@@ -30,11 +30,13 @@ Example:
     >>> catalog.add(bind_create_source(parse_statement(
     ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
     ...     "WITH (connector = 'file', path = 's.jsonl', format = 'json')")))
-    >>> p = plan_query("SELECT k, COUNT(*) AS n FROM s GROUP BY k", catalog)
-    >>> print(lower_plan(p.optimized, "duckdb").sql())  # doctest: +NORMALIZE_WHITESPACE
-    WITH "n0" AS (SELECT s."k" AS "k", s."ts" AS "ts", s."__file" AS "__file", s."__row" AS "__row"
-    FROM "__scan0" AS s), "n1" AS (SELECT "k", COUNT(*) AS "n" FROM "n0" GROUP BY "k")
-    SELECT "k", "n" FROM "n1"
+    >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
+    ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
+    >>> lowered = lower_plan(p.optimized, "spark")
+    >>> [(s.relation, s.source.name, s.drop_late) for s in lowered.scans]
+    [('__scan0', 's', True)]
+    >>> print(lowered.sql(pretty=True).splitlines()[-4:])  # the last CTE is the query's SELECT list
+    ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`']
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
 class LoweringRefused(UnsupportedPlan):
     """A query a batch route cannot run; the message names the operator and the route that can."""
 
+    def __init__(self, message: str, what: str = "", why: str = ""):
+        super().__init__(message)
+        self.what, self.why = what, why
+
 
 @dataclass(frozen=True)
 class Rel:
@@ -97,6 +103,20 @@ class Lowered:
     def sql(self, pretty: bool = False) -> str:
         return self.tree.sql(dialect=self.dialect, pretty=pretty)
 
+    def explain(self) -> str:
+        """The statement, after a comment per scan relation saying what it holds."""
+        within = "its file" if self.dialect == "spark" else "the source"
+        lines = []
+        for s in self.scans:
+            src = s.source
+            lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
+                         f"reader: {', '.join(s.relation_schema.names)}")
+            if s.time_column and s.drop_late:
+                lines.append(f"--   __mx: the largest {s.time_column} before each row in {within}; "
+                             f"{'only the late rows' if s.late_only else 'rows'} "
+                             f"{'are kept' if s.late_only else 'more than ' + str(s.bound_us) + ' us behind it are late'}")
+        return "\n".join(lines + [self.sql(pretty=True)])
+
 
 def lower_plan(root: L.Node, dialect: str) -> Lowered:
     """Lower ``root`` to one ``dialect`` statement (``duckdb`` or ``spark``).
@@ -109,40 +129,39 @@ def lower_plan(root: L.Node, dialect: str) -> Lowered:
     return _Lowering(root, dialect).build()
 
 
-def refusal(root: L.Node, route: str) -> str | None:
-    """Why ``route`` cannot run ``root`` (None: it can). Checks what does not need lowering first."""
+def refusal(root: L.Node, route: str) -> LoweringRefused | None:
+    """Why ``route`` cannot run ``root`` (None: it can), without lowering it."""
     try:
         _check(root, route)
     except LoweringRefused as e:
-        return str(e)
+        return e
     return None
 
 
 def _refuse(route: str, what: str, why: str) -> LoweringRefused:
-    return LoweringRefused(f"the {route} route cannot run {what}: {why}; {RUNTIME}")
+    return LoweringRefused(f"the {route} route cannot {what}: {why}; {RUNTIME}", what, why)
 
 
 def _check(root: L.Node, route: str) -> None:
     if "processing" in time_kinds(root) or any(
             f.proctime for n in L.walk(root) if isinstance(n, L.Scan) for f in n.schema):
-        raise _refuse(route, "a query on processing time",
+        raise _refuse(route, "run a query on processing time",
                       "its windows close as the clock moves, which a batch statement over files does not have")
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
             if src.connector != "file":
-                raise _refuse(route, f"a query over '{src.name}' (connector '{src.connector}')",
-                              "batch routes read files")
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
             if not src.bounded:
-                raise _refuse(route, f"a query over '{src.name}' (watch = 'true')",
-                              "the source keeps growing, so it is unbounded")
+                raise _refuse(route, f"read '{src.name}' (watch = 'true')",
+                              "it keeps growing, and the batch routes read bounded files")
         if isinstance(n, Join) and n.strategy == "lookup":
-            raise _refuse(route, f"the lookup join {n.label()}",
+            raise _refuse(route, f"run the lookup join {n.label()}",
                           "each event meets the table as it is when the event arrives, which depends on timing; "
                           "a temporal join (FOR SYSTEM_TIME AS OF the event time) or "
                           "SET 'join.stream_table' = 'regular' has a result every route agrees on")
         if isinstance(n, StreamOf):
-            raise _refuse(route, f"{n.label()}",
+            raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
 
@@ -198,7 +217,7 @@ class _Lowering:
         if id(node) not in self.done:
             handler = self.handlers.get(type(node))
             if handler is None:
-                raise _refuse(self.dialect, type(node).__name__, "it has no batch lowering")
+                raise _refuse(self.dialect, f"run {type(node).__name__}", "it has no batch lowering")
             self.done[id(node)] = handler(node)
         return self.done[id(node)]
 

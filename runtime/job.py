@@ -242,6 +242,9 @@ class Job:
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 
+    def close(self) -> None:
+        self.env.duck.close()
+
     # -- inspection ---------------------------------------------------------------
 
     @property
