@@ -81,6 +81,9 @@ DDL = """
 CREATE STREAM s (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3), v10 AS v * 10,
   WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
   WITH (connector = 'file', path = '{root}/s', format = 'json');
+CREATE STREAM sc (k VARCHAR, v BIGINT, ts TIMESTAMP(3), et AS ts + INTERVAL '1' SECOND,
+  WATERMARK FOR et AS et - INTERVAL '2' SECOND)
+  WITH (connector = 'file', path = '{root}/s', format = 'json');
 CREATE STREAM s2 (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH (connector = 'file', path = '{root}/s2', format = 'parquet');
 CREATE STREAM c (k VARCHAR, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
@@ -180,14 +183,15 @@ VERSIONS = """(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k, ts OR
                FROM {changes} WHERE NOT late AND op <> '-U') WHERE r = 1)"""
 
 
-def temporal(kind: str, changes: str, value: str) -> str:
-    """Each on-time event of s with its key's latest version at or before its time (none if a delete)."""
+def temporal(kind: str, changes: str, value: str, condition: str = "") -> str:
+    """Each on-time event of s with its key's latest version at or before its time (none if a delete,
+    or if ``condition`` on the version does not hold)."""
     v = VERSIONS.format(changes=changes)
     return f"""
     WITH v AS {v},
          pick AS (SELECT s.seq, MAX(v.ts) AS vts FROM s JOIN v ON v.k = s.k AND v.ts <= s.ts GROUP BY s.seq),
          chosen AS (SELECT p.seq, v.{value} FROM pick p JOIN s USING (seq) JOIN v ON v.k = s.k AND v.ts = p.vts
-                    WHERE NOT v.deleted)
+                    WHERE NOT v.deleted {condition})
     SELECT s.k, s.v, s.ts, chosen.{value} FROM s {kind} JOIN chosen USING (seq)"""
 
 
@@ -210,11 +214,23 @@ CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 +
 SHAPES = [
     Shape("filter_project_functions", "SELECT k, v * 2 AS v2, UPPER(k) AS uk, v10, ts FROM s WHERE v > 10",
           "SELECT k, v * 2, upper(k), v * 10, ts FROM s_all WHERE v > 10"),
+    Shape("scalar_functions", "SELECT k, DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm') AS minute, CAST(ts AS VARCHAR) AS t, "
+          "EXTRACT(SECOND FROM ts) AS sec, COALESCE(v, -1) AS v, ROUND(price, 1) AS p, v / 3 AS third FROM s "
+          "WHERE k LIKE 'k%' AND price BETWEEN 1 AND 8",
+          "SELECT k, strftime(ts, '%Y-%m-%d %H:%M'), strftime(ts, '%Y-%m-%d %H:%M:%S.%g'), second(ts), "
+          "COALESCE(v, -1), round(price::DECIMAL(10, 2), 1)::DOUBLE, v // 3 FROM s_all "
+          "WHERE k LIKE 'k%' AND price BETWEEN 1 AND 8"),
+    Shape("computed_watermark_column", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE sc, "
+          "DESCRIPTOR(et), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+          f"SELECT {tumble(10, col='ts + INTERVAL 1 SECOND')}, COUNT(*) FROM s GROUP BY ALL"),
     Shape("csv_source", "SELECT k, v, ts FROM c WHERE v IS NOT NULL", "SELECT k, v, ts FROM c_all WHERE v IS NOT NULL"),
     Shape("values", "SELECT 1 AS a, 'x' AS b", "SELECT 1, 'x'"),
     Shape("tumble_tvf_rows", "SELECT k, v, window_start, window_end, window_time FROM TABLE(TUMBLE(TABLE s, "
           "DESCRIPTOR(ts), INTERVAL '10' SECOND))",
           f"SELECT k, v, {tumble(10)} AS ws, ws + INTERVAL '10 seconds', ws + INTERVAL '9.999 seconds' FROM s"),
+    Shape("hop_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
+          "INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE v > 0",
+          f"SELECT k, v, ws, ws + INTERVAL '10 seconds' FROM (SELECT *, {hop_starts(5, 10)} AS ws FROM s) WHERE v > 0"),
     Shape("hop_all_aggregates_having", f"SELECT window_start, window_end, k, {AGGS} {HOP} "
           "GROUP BY window_start, window_end, k HAVING COUNT(*) > 1",
           f"SELECT ws, ws + INTERVAL '15 seconds', k, {ORACLE_AGGS} FROM (SELECT *, {hop_starts(5, 15)} AS ws "
@@ -265,10 +281,22 @@ SHAPES = [
           "DESCRIPTOR(ts), INTERVAL '10' SECOND))) WHERE rn <= 2",
           f"SELECT ws, k, v, price FROM (SELECT {tumble(10)} AS ws, k, v, price, row_number() OVER (PARTITION BY ws "
           "ORDER BY v DESC NULLS LAST, k NULLS FIRST, price NULLS FIRST) AS rn FROM s) WHERE rn <= 2"),
+    Shape("top_keys_per_window", "SELECT window_start, k, n FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+          "window_start, window_end ORDER BY n DESC) AS rn FROM (SELECT window_start, window_end, k, COUNT(*) AS n "
+          "FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '20' SECOND)) GROUP BY window_start, window_end, k)) "
+          "WHERE rn <= 2",
+          f"SELECT ws, k, n FROM (SELECT ws, k, n, row_number() OVER (PARTITION BY ws ORDER BY n DESC, k NULLS FIRST) "
+          f"AS rn FROM (SELECT {tumble(20)} AS ws, k, COUNT(*) AS n FROM s GROUP BY ALL)) WHERE rn <= 2"),
     Shape("global_top_n", "SELECT k, v, price, rn FROM (SELECT k, v, price, ROW_NUMBER() OVER (PARTITION BY k "
           "ORDER BY price DESC) AS rn FROM s) WHERE rn <= 3",
           "SELECT k, v, price, rn FROM (SELECT k, v, price, row_number() OVER (PARTITION BY k ORDER BY price DESC "
           "NULLS LAST, v NULLS FIRST) AS rn FROM s_all) WHERE rn <= 3"),
+    Shape("top_n_of_a_table", "SELECT k, rate FROM (SELECT k, rate, ROW_NUMBER() OVER (ORDER BY rate DESC) AS rn "
+          "FROM t) WHERE rn <= 2",
+          f"SELECT k, rate FROM ({final_state('t_changes', 'rate')}) ORDER BY rate DESC NULLS LAST, k LIMIT 2"),
+    Shape("aggregate_of_a_table", "SELECT rate > 50 AS high, COUNT(*) AS n, SUM(rate) AS total FROM t "
+          "GROUP BY rate > 50",
+          f"SELECT rate > 50, COUNT(*), SUM(rate) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
     Shape("dedup_first", "SELECT k, v, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn "
           "FROM s) WHERE rn = 1",
           "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts, seq) = 1"),
@@ -279,6 +307,10 @@ SHAPES = [
           "a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND",
           "SELECT a.k, a.v, b.v AS bv FROM s a JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL 1 SECOND AND "
           "a.ts + INTERVAL 1 SECOND"),
+    Shape("interval_self_join", "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN "
+          "a.ts + INTERVAL '1' SECOND AND a.ts + INTERVAL '3' SECOND",
+          "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN a.ts + INTERVAL 1 SECOND AND "
+          "a.ts + INTERVAL 3 SECOND"),
     Shape("interval_join_left", "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
           "a.ts AND a.ts + INTERVAL '2' SECOND AND b.v > a.v",
           "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
@@ -298,6 +330,8 @@ SHAPES = [
           "ON s.k = t.k", temporal("", "t_changes", "rate")),
     Shape("temporal_join_upsert_left", "SELECT s.k, s.v, s.ts, t.rate FROM s LEFT JOIN t FOR SYSTEM_TIME AS OF s.ts "
           "ON s.k = t.k", temporal("LEFT", "t_changes", "rate")),
+    Shape("temporal_join_with_a_condition", "SELECT s.k, s.v, s.ts, t.rate FROM s LEFT JOIN t FOR SYSTEM_TIME AS "
+          "OF s.ts ON s.k = t.k AND t.rate > s.v", temporal("LEFT", "t_changes", "rate", "AND v.rate > s.v")),
     Shape("temporal_join_debezium", "SELECT s.k, s.v, s.ts, d.label FROM s LEFT JOIN d FOR SYSTEM_TIME AS OF s.ts "
           "ON s.k = d.k", temporal("LEFT", "d_changes", "label")),
     Shape("table_upsert_state", "SELECT k, rate, ts FROM t", final_state("t_changes", "rate")),
