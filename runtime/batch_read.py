@@ -124,7 +124,7 @@ def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.Rec
     """The whole source in one pass, in order: ``__mx`` is the running maximum over all of it."""
     files = {name: i for i, (name, _) in enumerate(plan.files())}
     reader = plan.open()
-    duck = Duck(threads=1)
+    duck = Duck(threads=1) if plan.computed_sql else None
     top = MIN_WATERMARK
     rows = {}
     try:
@@ -145,7 +145,8 @@ def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.Rec
         if stats is not None:
             stats.skipped = reader.skipped
         reader.close()
-        duck.close()
+        if duck is not None:
+            duck.close()
 
 
 def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str | None) -> Iterator[pa.RecordBatch]:
@@ -155,7 +156,7 @@ def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str |
     ``<dead_letters>/<i>.jsonl`` (merged in file order by :func:`merge_dead_letters`).
     A bad row raises an error whose text carries the SourceError's fields.
     """
-    duck = Duck(threads=1)
+    duck = Duck(threads=1) if plan.computed_sql else None
     try:
         for index, path in files:
             dead = os.path.join(dead_letters, f"{index:08d}.jsonl") if dead_letters else None
@@ -177,7 +178,8 @@ def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str |
             finally:
                 reader.close()
     finally:
-        duck.close()
+        if duck is not None:
+            duck.close()
 
 
 def source_error_in(text: str) -> SourceError | None:
@@ -206,7 +208,7 @@ def merge_dead_letters(folder: str, target: str) -> int:
     return moved
 
 
-def _with_order(plan: ReadPlan, raw: pa.Table, duck: Duck, index: int, first_row: int, top: int):
+def _with_order(plan: ReadPlan, raw: pa.Table, duck: Duck | None, index: int, first_row: int, top: int):
     """A batch with its computed columns and ``__file``, ``__row``, ``__mx``; the new running maximum."""
     table = conform(duck.run(plan.computed_sql, raw), plan.value_schema) if plan.computed_sql else raw
     n = table.num_rows

@@ -4,8 +4,10 @@ PySpark is imported only when a query takes this route (``import dsms``
 stays light). The session is ``local[*]`` unless ``SET 'spark.master'``
 says otherwise; every other ``spark.*`` setting goes to the session
 builder, so the same script runs on a cluster. The session time zone is
-UTC (dsms timestamps are naive UTC wall clock). One session serves the
-whole process: the first Spark query creates it.
+UTC (dsms timestamps are naive UTC wall clock); in local mode shuffles use
+four partitions per core unless ``spark.sql.shuffle.partitions`` says
+otherwise. One session serves the whole process: the first Spark query
+creates it.
 
 Sources: each scan relation is a DataFrame with one row per file, mapped
 by Spark's Python workers through dsms's own readers (``mapInArrow`` of
@@ -70,8 +72,11 @@ def spark_session(settings: dict):
     from pyspark.sql import SparkSession
 
     if _session is None or _session._jsc is None:
-        builder = SparkSession.builder.appName("dsms").master(settings.get("spark.master", "local[*]"))
+        master = settings.get("spark.master", "local[*]")
+        builder = SparkSession.builder.appName("dsms").master(master)
         builder = builder.config("spark.ui.showConsoleProgress", "false")
+        if master.startswith("local"):  # one machine: a few shuffle partitions per core, not Spark's 200
+            builder = builder.config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
         for key, value in settings.items():
             if key.startswith("spark.") and key != "spark.master":
                 builder = builder.config(key, value)
@@ -96,7 +101,7 @@ class SparkRoute:
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         spark = spark_session(self.settings)
         stats.startup_seconds = time.perf_counter() - began
-        cached, views, dead = [], [], []
+        cached, views, dead, counters = [], [], [], []
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
                 plan = ReadPlan.of(spec, self.batch_rows)
@@ -108,7 +113,10 @@ class SparkRoute:
                 rows = [(i, path) for i, (_, path) in enumerate(files)]
                 listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
                                                 "__fi INT, __path STRING")
-                frame = listing.mapInArrow(partial(_read_partition, plan, folder), spark_schema(plan.relation_schema))
+                counter = spark.sparkContext.accumulator(0)
+                counters.append((counter, scan_stats))
+                frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter),
+                                           spark_schema(plan.relation_schema))
                 if spec.drop_late and spec.time_column is not None:
                     frame = frame.persist()
                     cached.append(frame)
@@ -124,6 +132,8 @@ class SparkRoute:
             stats.rows_out = table.num_rows
             for folder, target, scan_stats in dead:
                 scan_stats.skipped = merge_dead_letters(folder, target)
+            for counter, scan_stats in counters:
+                scan_stats.rows_read = counter.value
         finally:
             for frame in cached:
                 frame.unpersist()
@@ -135,11 +145,13 @@ class SparkRoute:
         return stats
 
 
-def _read_partition(plan: ReadPlan, dead_letters: str | None, batches):
+def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, batches):
     """mapInArrow: the files listed in a partition, read by dsms's readers (runs in a Python worker)."""
     for batch in batches:
         files = list(zip(batch.column("__fi").to_pylist(), batch.column("__path").to_pylist()))
-        yield from read_files(plan, files, dead_letters)
+        for out in read_files(plan, files, dead_letters):
+            counter.add(out.num_rows)
+            yield out
 
 
 def _naive(table: pa.Table) -> pa.Table:
