@@ -41,7 +41,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from sqlglot import exp
@@ -98,7 +98,6 @@ class Lowered:
     tree: exp.Expression
     scans: tuple[ScanSpec, ...]
     schema: Schema
-    notes: tuple[str, ...] = field(default=())
 
     def sql(self, pretty: bool = False) -> str:
         return self.tree.sql(dialect=self.dialect, pretty=pretty)

@@ -72,7 +72,7 @@ def add(a: exp.Expression, n: int | exp.Expression) -> exp.Expression:
     return exp.Add(this=a, expression=lit(n) if isinstance(n, int) else n)
 
 
-def sub_(a: exp.Expression, n: int | exp.Expression) -> exp.Expression:
+def minus(a: exp.Expression, n: int | exp.Expression) -> exp.Expression:
     return exp.Sub(this=a, expression=lit(n) if isinstance(n, int) else n)
 
 
@@ -124,7 +124,3 @@ def rows_frame(preceding: int | None, end: str = "CURRENT ROW", kind: str = "ROW
 
 def row_number(partition: list[exp.Expression], order: list[exp.Ordered]) -> exp.Window:
     return window(exp.RowNumber(), partition, order)
-
-
-def values_of(items: list[exp.Expression]) -> list[exp.Expression]:
-    return [i.copy() for i in items]

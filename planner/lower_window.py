@@ -31,14 +31,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from . import logical as L
-from .lower_sql import ORDER, add, alias, asc, c, cast, floor_us, micros, rows_frame, sub, sub_, timestamp, window
+from .lower_sql import ORDER, add, alias, asc, c, cast, floor_us, micros, minus, rows_frame, sub, timestamp, window
 from .sqlgen import lit
 from .types import sum_type
 
 WS, WE, T = "__ws", "__we", "__t"
 
 
-def assign_windows(lw, w: L.WindowSpec, src, schema) -> exp.Select:
+def assign_windows(lw, w: L.WindowSpec, src) -> exp.Select:
     """The rows of ``src`` with ``__ws`` and ``__we`` (window bounds in microseconds), one row per window."""
     items = src.cols(order=True)
     t = micros(c(w.time_col))
@@ -47,7 +47,7 @@ def assign_windows(lw, w: L.WindowSpec, src, schema) -> exp.Select:
         return exp.select(*items, alias(start, WS), alias(add(start.copy(), w.size), WE)).from_(lw.use(src))
     if w.kind == "HOP":
         last = floor_us(t, w.slide, w.offset)
-        series = exp.GenerateSeries(start=sub_(last, w.size - w.slide), end=last.copy(), step=lit(w.slide))
+        series = exp.GenerateSeries(start=minus(last, w.size - w.slide), end=last.copy(), step=lit(w.slide))
         inner = exp.select(*items, alias(exp.Explode(this=series), WS)).from_(lw.use(src))
         outer = [c(n) for n in list(src.columns) + (list(ORDER) if src.ordered else [])]
         return exp.select(*outer, c(WS), alias(add(c(WS), w.size), WE)).from_(sub(inner, "h"))
@@ -78,12 +78,12 @@ def sessions(lw, w: L.WindowSpec, src) -> exp.Select:
 
 def window_columns() -> list[exp.Expression]:
     return [alias(timestamp(c(WS)), "window_start"), alias(timestamp(c(WE)), "window_end"),
-            alias(timestamp(sub_(c(WE), L.WINDOW_TIME_OFFSET_US)), "window_time")]
+            alias(timestamp(minus(c(WE), L.WINDOW_TIME_OFFSET_US)), "window_time")]
 
 
 def lower_window_tvf(lw, node: L.WindowTVF):
     src = lw.rel(node.input)
-    assigned = lw.add(assign_windows(lw, node.window, src, node.input.schema),
+    assigned = lw.add(assign_windows(lw, node.window, src),
                       list(src.columns) + [WS, WE], src.ordered)
     items = [c(n) for n in src.columns] + window_columns() + ([c(n) for n in ORDER] if src.ordered else [])
     return lw.add(exp.select(*items).from_(lw.use(assigned)), node.schema.names, src.ordered)
@@ -92,7 +92,7 @@ def lower_window_tvf(lw, node: L.WindowTVF):
 def lower_window_aggregate(lw, node: L.WindowAggregate):
     src = lw.rel(node.input)
     w = node.window
-    assigned = lw.add(assign_windows(lw, w, src, node.input.schema), list(src.columns) + [WS, WE], src.ordered)
+    assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.kind == "SESSION" else []) + [c(k) for k in node.keys]
     items = window_columns() + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]

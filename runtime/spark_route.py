@@ -83,6 +83,9 @@ def spark_session(settings: dict):
         _session = builder.getOrCreate()
         if "spark.log.level" not in settings:
             _session.sparkContext.setLogLevel("ERROR")
+    for key, value in settings.items():  # SQL settings also apply to a session that already runs
+        if key.startswith("spark.sql.") and key != "spark.sql.session.timeZone":
+            _session.conf.set(key, value)
     _session.conf.set("spark.sql.session.timeZone", "UTC")
     return _session
 

@@ -262,6 +262,9 @@ SHAPES = [
           "SELECT k, v FROM s_all UNION ALL SELECT k, v FROM s2_all"),
     Shape("group_aggregate", "SELECT k, COUNT(*) AS n, SUM(v) AS sv, MIN(price) AS lo, COUNT(DISTINCT v) AS dv "
           "FROM s GROUP BY k", "SELECT k, COUNT(*), SUM(v), MIN(price), COUNT(DISTINCT v) FROM s_all GROUP BY k"),
+    Shape("select_distinct", "SELECT DISTINCT k FROM s", "SELECT DISTINCT k FROM s_all"),
+    Shape("regular_join_of_streams", "SELECT a.k, a.v, b.price FROM s a JOIN s2 b ON a.k = b.k AND a.v = b.v",
+          "SELECT a.k, a.v, b.price FROM s_all a JOIN s2_all b ON a.k = b.k AND a.v = b.v"),
     Shape("global_aggregate", "SELECT COUNT(*) AS n, MAX(v) AS hi FROM s WHERE v > 50",
           "SELECT COUNT(*), MAX(v) FROM s_all WHERE v > 50"),
     Shape("global_aggregate_of_nothing", "SELECT COUNT(*) AS n FROM s WHERE v > 1000",
@@ -352,6 +355,13 @@ SHAPES = [
           "cql:insert"),
     Shape("cql_dstream", "DSTREAM(SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)",
           "cql:delete"),
+    Shape("cql_rows_window", "SELECT k, v, ts FROM s [PARTITION BY k ROWS 2]",
+          "SELECT k, v, ts FROM s_all QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, v NULLS FIRST) <= 2"),
+    Shape("cql_rows_window_aggregate_istream", "ISTREAM(SELECT k, SUM(v) AS sv FROM s [PARTITION BY k ROWS 3] "
+          "GROUP BY k)", "SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s"),
+    Shape("cql_rows_window_aggregate", "SELECT k, MAX(v) AS hi FROM s [PARTITION BY k ROWS 3] GROUP BY k",
+          "SELECT k, MAX(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s "
+          "QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
     Shape("cql_relation", "SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k",
           "SELECT 'x', 1 WHERE FALSE", min_rows=0),
 ]

@@ -205,3 +205,16 @@ def test_importing_dsms_loads_neither_pyspark_nor_prompt_toolkit():
     code = "import sys, dsms; print(sorted(m for m in ('pyspark', 'prompt_toolkit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_spark_settings_reach_the_session(ev_dir, spark_session):
+    root, _ = ev_dir
+    # The test run's session was made by dsms from spark.* settings (tests/conftest.py).
+    assert spark_session.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert spark_session.conf.get("spark.sql.session.timeZone") == "UTC"
+    engine = engine_on("spark", DDL.format(path=root / "ev.jsonl", extra=""))
+    engine.execute("SET 'spark.sql.shuffle.partitions' = '3'")  # a SQL setting reaches a running session
+    handle = engine.query(WINDOWS)
+    engine.run_until_idle()
+    assert handle.done and spark_session.conf.get("spark.sql.shuffle.partitions") == "3"
+    spark_session.conf.set("spark.sql.shuffle.partitions", "4")
