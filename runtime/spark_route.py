@@ -114,8 +114,9 @@ class SparkRoute:
                 if folder:
                     dead.append((folder, plan.dead_letter_path(), scan_stats))
                 rows = [(i, path) for i, (_, path) in enumerate(files)]
-                listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
-                                                "__fi INT, __path STRING")
+                # One task per file, or per run of files when there are many (read in order within a task).
+                slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
+                listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
                 counter = spark.sparkContext.accumulator(0)
                 counters.append((counter, scan_stats))
                 frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter),

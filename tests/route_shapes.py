@@ -101,7 +101,10 @@ def generate(root: str) -> Data:
     data = Data(root)
     s = events(420, seed=11, keys=4, span_s=100, disorder_s=5)
     os.makedirs(f"{root}/s", exist_ok=True)
-    for part, rows in enumerate((s.slice(0, 200), s.slice(200))):
+    # The second file starts with an event that only the first file's events make late.
+    late = late_mask(s.column("ts").to_pylist(), 2)
+    cut = next(i for i in range(150, len(late)) if late[i])
+    for part, rows in enumerate((s.slice(0, cut), s.slice(cut))):
         with open(f"{root}/s/part-{part}.jsonl", "w") as f:
             for i, r in enumerate(rows.to_pylist()):
                 f.write(json.dumps({**r, "ts": _stamp(r["ts"], i)}) + "\n")
