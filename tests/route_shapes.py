@@ -231,6 +231,10 @@ SHAPES = [
     Shape("tumble_tvf_rows", "SELECT k, v, window_start, window_end, window_time FROM TABLE(TUMBLE(TABLE s, "
           "DESCRIPTOR(ts), INTERVAL '10' SECOND))",
           f"SELECT k, v, {tumble(10)} AS ws, ws + INTERVAL '10 seconds', ws + INTERVAL '9.999 seconds' FROM s"),
+    Shape("tumble_with_offset", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
+          "INTERVAL '10' SECOND, INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+          "SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01 00:00:03'), COUNT(*) FROM s "
+          "GROUP BY ALL"),
     Shape("hop_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
           "INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE v > 0",
           f"SELECT k, v, ws, ws + INTERVAL '10 seconds' FROM (SELECT *, {hop_starts(5, 10)} AS ws FROM s) WHERE v > 0"),
