@@ -7,11 +7,11 @@ is fetched in batches and handed to an output (a file sink writer or a
 collector) with the plan's types.
 
 Measured on the 5 M-event tumble benchmark (docs/performance.md): feeding
-DuckDB from the runtime's Parquet reader costs about as much as letting
-DuckDB read the file itself and judging late events with a window
-function over ``file_row_number`` (which needs a sort), and the readers
-give the runtime's parsing, errors and dead letters for free, so they are
-the only way in.
+DuckDB from the runtime's Parquet reader, which computes ``__mx`` in numpy
+as it goes, is faster than letting DuckDB read the file itself and judge
+late events with a window function over ``file_row_number`` (which sorts),
+and only the readers give the runtime's parsing, errors and dead letters,
+so they are the only way in.
 """
 
 from __future__ import annotations
