@@ -103,6 +103,7 @@ def one_runtime(name: str, paths: dict, out: str, batch: int) -> dict:
     import dsms
 
     engine = dsms.Engine()
+    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     engine.scheduler.batch_rows = batch
     engine.execute(DDL.format(**paths))
     engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') AS "

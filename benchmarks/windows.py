@@ -65,6 +65,7 @@ def one_runtime(kind: str, path: str, out: str, batch: int, sink: str) -> dict:
     import dsms
 
     engine = dsms.Engine()
+    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     engine.scheduler.batch_rows = batch
     engine.execute(f"""
       CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),

@@ -28,6 +28,7 @@ from .grammar import (
 )
 from .planner import plan_query
 from .planner.ddl import bind_create_mv
+from .planner.routing import ENGINES
 from .render import format_header, format_rows, format_watermark
 
 
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--state-dir", metavar="DIR", default=None,
                      help="keep the catalog, memory streams and checkpoints of sinks and materialized views in DIR; "
                           "run again with the same DIR (and script) to continue after a crash or an interrupt")
+    run.add_argument("--engine", choices=ENGINES, default=None,
+                     help="where queries run: the incremental runtime, one DuckDB statement, Spark, or auto "
+                          "(the default: DuckDB or Spark for bounded files by size, else the runtime; "
+                          "SET 'engine' in the script overrides it)")
 
     explain = sub.add_parser("explain", help="print the operator DAG of each query in a script",
                              description="Print, for each CREATE SINK, CREATE MATERIALIZED VIEW and SELECT of a "
@@ -65,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         text = _read(args.script) if args.script else ""
         base = os.path.dirname(os.path.abspath(args.script)) if args.script else os.getcwd()
         if args.command == "run":
-            return run_script(text, base, quiet=args.quiet, batch_size=args.batch_size, state_dir=args.state_dir)
+            return run_script(text, base, quiet=args.quiet, batch_size=args.batch_size, state_dir=args.state_dir,
+                              engine=args.engine)
         return explain_script(text, base)
     except DsmsError as e:
         print(str(e), file=sys.stderr)
@@ -101,18 +107,22 @@ _DURABLE = (CreateSource, CreateView, CreateSink, CreateMaterializedView, Drop, 
 
 
 def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None,
-               state_dir: str | None = None) -> int:
+               state_dir: str | None = None, engine: str | None = None) -> int:
+    """Run a script's statements, then its queries to the end of their input (``engine``: the route)."""
     out = out or sys.stdout
-    engine = Engine(base_dir=base_dir, state_dir=state_dir)
+    runner = Engine(base_dir=base_dir, state_dir=state_dir)
     try:
-        return _run(engine, text, base_dir, quiet, batch_size, out)
+        return _run(runner, text, base_dir, quiet, batch_size, out, engine)
     finally:
-        engine.close()
+        runner.close()
 
 
-def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out) -> int:
+def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out,
+         route: str | None) -> int:
     if batch_size:
         engine.scheduler.batch_rows = batch_size
+    if route:
+        engine.catalog.settings["engine"] = route
     started = time.perf_counter()
     printers = []
     statements = parse_script(text)
@@ -247,7 +257,7 @@ def explain_script(text: str, base_dir: str, out=None) -> int:
                 print(file=out)
             first = False
             print(f"-- {header}  ({planned.changelog})", file=out)
-            print(planned.explain(), file=out)
+            print(engine.explain_planned(planned), file=out)
             if isinstance(inner, CreateMaterializedView):
                 engine.catalog.add(bind_create_mv(inner, planned.schema), name=inner.name, source=inner.source)
         elif not isinstance(stmt, Explain):
@@ -360,12 +370,14 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     parts = [f"{word}: {events:,} events in {elapsed:.2f} s ({events / max(elapsed, 1e-9):,.0f} events/s)"]
     total_late = sum(late.values())
     parts.append(f"late events dropped: {total_late:,}" +
-                 (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else ""))
+                 (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else "") +
+                 ("; not counted on the spark route" if any(not getattr(j, "late_counted", True)
+                                                             for j in jobs.values()) else ""))
     if skipped:
         parts.append("malformed rows skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()))
     for q in engine.queries.running.values():
         if q.kind == "sink":
-            parts.append(f"sink {q.id}: {q.job.metrics.rows_out:,} rows")
+            parts.append(f"sink {q.id}: {q.job.metrics.rows_out:,} rows ({getattr(q.job, 'route', 'runtime')})")
     print("\n".join(parts), file=sys.stderr)
 
 

@@ -49,19 +49,24 @@ from .grammar import (
     parse_statement,
 )
 from .inserts import insert_rows
-from .planner import Catalog, PlannedQuery, plan_query
+from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
+from .planner.routing import ENGINES, Route, choose_route, parse_size
 from .planner.timeutil import parse_duration
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, Result
+from .runtime.batch_job import BatchJob
 from .runtime.convert import to_table
+from .runtime.duckdb_route import DuckDBRoute
+from .runtime.estimate import estimated_bytes
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.scheduler import Scheduler
+from .runtime.spark_route import SparkRoute
 from .state_dir import StateDir
 
-_SETTING_VALUES = {"engine": ("auto", "runtime", "duckdb", "spark"), "emit": ("final", "changes"),
+_SETTING_VALUES = {"engine": ENGINES, "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
 # What reads what: a DROP of an object that one of these reads is refused.
 _READERS = ("view", "sink", "materialized view")
@@ -161,6 +166,26 @@ class Engine:
         """Checkpoint every standing query now (needs a state directory; otherwise does nothing)."""
         with self._lock:
             self.queries.checkpoint_all(force=True)
+
+    def explain_planned(self, planned: PlannedQuery, logical: bool = False) -> str:
+        """EXPLAIN's text: the planner's warnings, the route and why, then the DAG."""
+        dag = explain_logical(planned.optimized) if logical else explain_physical(planned.physical)
+        return "\n".join([f"warning: {w}" for w in planned.warnings] + [self.route(planned).describe(), dag])
+
+    def route(self, planned: PlannedQuery) -> Route:
+        """The engine that runs ``planned`` under this session's settings, and why (planner/routing.py)."""
+        return choose_route(planned.optimized, self.catalog.settings, estimated_bytes)
+
+    def start_job(self, name: str, planned: PlannedQuery, output, engine: str | None = None):
+        """Start a query on its route (or on ``engine``): a runtime job, or a batch job run on its first turn."""
+        route = self.route(planned)
+        engine = engine or route.engine
+        if engine == "runtime":
+            return self.scheduler.start(name, planned.physical, output)
+        executor = (DuckDBRoute if engine == "duckdb" else SparkRoute)(dict(self.catalog.settings))
+        job = BatchJob(executor, planned.lowered(engine), output, planned.physical, route.reason)
+        self.scheduler.add(name, job)
+        return job
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Append rows to a memory stream, or upsert them into a memory table by its primary key.
@@ -363,11 +388,12 @@ class Engine:
             raise SqlError(Diagnostic("EXPLAIN takes a query or a CREATE SINK / VIEW / MATERIALIZED VIEW",
                                       stmt.span, stmt.source))
         planned = plan_query(query, self.catalog, stmt.source)
-        text = planned.explain()
-        if "logical" in stmt.options:
-            from .planner import explain_logical
-
-            text = explain_logical(planned.optimized)
+        if "lowered" in stmt.options:
+            route = self.route(planned)
+            target = stmt.target or (route.engine if route.engine != "runtime" else "duckdb")
+            text = planned.explain() if target == "runtime" else planned.lowered(target).explain()
+        else:
+            text = self.explain_planned(planned, logical="logical" in stmt.options)
         return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
 
     def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
@@ -378,6 +404,11 @@ class Engine:
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
                                       help="expected one of: " + ", ".join(allowed)))
+        if stmt.key == "batch.max_bytes":
+            try:
+                parse_size(stmt.value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source)) from None
         if stmt.key == "batch.size":
             if not stmt.value.isdigit() or int(stmt.value) < 1:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",

@@ -32,6 +32,7 @@ from .planner.timeutil import parse_duration
 from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
 from .runtime import checkpoint as ckpt
+from .runtime.batch_job import BatchJob
 from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
@@ -111,7 +112,8 @@ class Queries:
             found = ckpt.latest(self.engine.durable.checkpoint_dir(uid))
             saved = found[1] if found else None
         output = _open_output(kind, planned, sink, saved)
-        job = self.scheduler.start(qid, planned.physical, output)
+        # A restored query stays on the route its checkpoint was taken on.
+        job = self.engine.start_job(qid, planned, output, engine=saved.job.get("route", "runtime") if saved else None)
         try:
             if saved is not None:
                 ckpt.restore(job, saved)
@@ -240,6 +242,12 @@ class Queries:
         rows = []
         for q in [query] if query is not None else self.running.values():
             if isinstance(q.job, _Unstarted):
+                continue
+            if isinstance(q.job, BatchJob):  # one statement: no operators to wait for
+                rows.append({"query": q.id, "operator": f"batch statement on {q.job.route} ({q.job.reason})",
+                             "input_watermarks": "", "watermark": format_watermark(q.job.watermark),
+                             "held_back_by": "", "idle": "no", "next_fire": "", "late": sum(q.job.late.values()),
+                             "state_rows": 0, "state_bytes": 0})
                 continue
             for r in job_progress(q.job):
                 holder = r["held_back_by"]

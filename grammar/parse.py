@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from functools import lru_cache
 from importlib import resources
@@ -162,6 +163,11 @@ class _Build(Transformer):
 
     def _query(self, tok: Token) -> st.Query:
         text = str(tok).rstrip()
+        m = _EXPLAIN_TARGET.search(text)
+        if m:  # EXPLAIN LOWERED <query> FOR spark: the target rides at the end of the query text
+            target, text = m.group(1).lower(), text[: m.start()]
+            tree = parse_query(text, tok.start_pos, self.source)
+            return st.Query(text, tree, Span(tok.start_pos, tok.start_pos + len(text)), target)
         tree = parse_query(text, tok.start_pos, self.source)
         return st.Query(text, tree, Span(tok.start_pos, tok.start_pos + len(text)))
 
@@ -171,7 +177,14 @@ class _Build(Transformer):
     # -- statements -----------------------------------------------------
     @v_args(meta=True)
     def start(self, meta, children):
-        return lark.Tree("start", [c for c in children if isinstance(c, st.Statement)])
+        statements = [c for c in children if isinstance(c, st.Statement)]
+        for s in statements:
+            query = getattr(s, "query", None)
+            if query is not None and query.target is not None:
+                raise SqlSyntaxError(Diagnostic(f"FOR {query.target} only follows EXPLAIN LOWERED <query>",
+                                                Span(query.span.end, query.span.end + 1), self.source,
+                                                help="remove it, or write EXPLAIN LOWERED before the query"))
+        return lark.Tree("start", statements)
 
     def type_name(self, children):
         return " ".join(str(c) for c in children)
@@ -298,15 +311,10 @@ class _Build(Transformer):
         options = frozenset(c[1] for c in children if isinstance(c, tuple))
         inner = children[-1]
         target = None
-        if isinstance(inner, st.QueryStatement) and inner.query is not None:
-            # EXPLAIN LOWERED <query> FOR spark: the target rides at the end of the query text.
-            m = _EXPLAIN_TARGET.search(inner.query.text)
-            if m:
-                target = m.group(1).lower()
-                text = inner.query.text[: m.start()]
-                tree = parse_query(text, inner.query.span.start, self.source)
-                query = st.Query(text, tree, Span(inner.query.span.start, inner.query.span.start + len(text)))
-                inner = st.QueryStatement(inner.span, self.source, query=query)
+        query = getattr(inner, "query", None)
+        if query is not None and query.target is not None:
+            target = query.target
+            inner = dataclasses.replace(inner, query=dataclasses.replace(query, target=None))
         return st.Explain(_span(meta), self.source, options=options, statement=inner, target=target)
 
     def drop_kind(self, children):

@@ -32,6 +32,7 @@ class Query:
     text: str
     tree: exp.Expression
     span: Span
+    target: str | None = None  # a trailing FOR duckdb|spark|runtime (only after EXPLAIN LOWERED)
 
 
 @dataclass(frozen=True)

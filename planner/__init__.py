@@ -23,6 +23,7 @@ from . import logical
 from .binder import bind_query
 from .catalog import Catalog
 from .explain import explain_logical, explain_physical
+from .lower_plan import Lowered, LoweringRefused, lower_plan
 from .optimizer import optimize
 from .physical import PhysicalPlan
 from .physical_plan import UnsupportedPlan, plan_physical
@@ -55,6 +56,17 @@ class PlannedQuery:
         text = explain_physical(self.physical)
         return "\n".join([f"warning: {w}" for w in self.warnings] + [text])
 
+    def lowered(self, dialect: str) -> Lowered:
+        """The query as one ``duckdb`` or ``spark`` statement for a batch route.
+
+        Raises:
+            LoweringRefused: the batch routes cannot run this query (the message says why).
+        """
+        return lower_plan(self.optimized, dialect)
+
+    def lowered_sql(self, dialect: str, pretty: bool = True) -> str:
+        return self.lowered(dialect).sql(pretty=pretty)
+
 
 def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) -> PlannedQuery:
     """Bind, optimize and physically plan one query body."""
@@ -68,5 +80,5 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
     return PlannedQuery(bound, optimized, plan_physical(optimized))
 
 
-__all__ = ["Catalog", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
-           "optimize", "plan_physical", "plan_query"]
+__all__ = ["Catalog", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
+           "lower_plan", "optimize", "plan_physical", "plan_query"]

@@ -62,7 +62,7 @@ class _Planner(JoinPlanning):
         for n in L.walk(root):
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
-        self.required = _required_columns(root)
+        self.required = required_columns(root)
         self.timed_scans = scans_under_event_time(root)
         times = time_kinds(root)
         if len(times) > 1:  # one watermark drives a job
@@ -179,30 +179,15 @@ class _Planner(JoinPlanning):
     def source(self, node: L.Scan | LateScan) -> int:
         src = node.source
         late_only = isinstance(node, LateScan)
-        needed = self.required.get(id(node), set(node.schema.names)) | set(src.primary_key)
-        proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
-        computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
+        columns, computed, proctime = source_columns(src, self.required.get(id(node), set(node.schema.names)))
         wm = src.watermark
-        if wm is not None:
-            needed = needed | {wm.column}
-            if any(n == wm.column for n, _ in src.computed):
-                computed = [(n, e) for n, e in src.computed if n in needed]
-        for _, e in computed:
-            needed = needed | {c.name for c in e.find_all(exp.Column)}
-        columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
         fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
         schema = Schema(tuple(fields))
-        computed_sql = None
         if proctime is not None:
             fields = [f for f in node.schema if f.name in columns or f.name == proctime
                       or any(f.name == n for n, _ in computed)]
             schema = Schema(tuple(fields))
-        if computed:
-            physical_schema = Schema(tuple(f for f in node.schema if f.name in columns))
-            items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
-                [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
-                ([col(OP)] if src.kind == "table" else [])
-            computed_sql = S.render(exp.select(*items).from_(S.batch_table()))
+        computed_sql = computed_columns_sql(src, columns, computed, proctime)
         if late_only and wm is None:
             raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
@@ -308,6 +293,38 @@ class _Planner(JoinPlanning):
         return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
 
 
+def source_columns(src, needed: set[str]) -> tuple[tuple[str, ...], list, str | None]:
+    """What a scan of ``src`` reads so that the columns ``needed`` above it can be computed.
+
+    Returns the physical columns to read (the primary key and the watermark
+    column always), the computed columns to add, and the processing-time
+    column if one is needed.
+    """
+    needed = set(needed) | set(src.primary_key)
+    proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
+    computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
+    wm = src.watermark
+    if wm is not None:
+        needed = needed | {wm.column}
+        if any(n == wm.column for n, _ in src.computed):
+            computed = [(n, e) for n, e in src.computed if n in needed]
+    for _, e in computed:
+        needed = needed | {c.name for c in e.find_all(exp.Column)}
+    columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
+    return columns, computed, proctime
+
+
+def computed_columns_sql(src, columns, computed, proctime: str | None = None) -> str | None:
+    """The per-batch DuckDB SQL that adds a source's computed columns to the columns read (None: none)."""
+    if not computed:
+        return None
+    physical_schema = Schema(tuple(f for f in src.schema if f.name in columns))
+    items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
+        [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
+        ([col(OP)] if src.kind == "table" else [])
+    return S.render(exp.select(*items).from_(S.batch_table()))
+
+
 def _is_session(node: L.Node) -> bool:
     return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
 
@@ -366,7 +383,7 @@ def _unsupported(what: str, instead: str) -> UnsupportedPlan:
     return UnsupportedPlan(f"the runtime cannot run {what} yet" + (f"; {instead}" if instead else ""))
 
 
-def _required_columns(root: L.Node) -> dict[int, set[str]]:
+def required_columns(root: L.Node) -> dict[int, set[str]]:
     """For each node, the columns of its output that the plan above it reads."""
     need: dict[int, set[str]] = {id(root): set(root.schema.names)}
     out: dict[int, set[str]] = {}

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from ..grammar import DsmsError
 from ..planner.physical import PhysicalPlan
+from .batch_job import BatchJob
 from .job import Job, ValuesSource
 
 _PREFIX = "ckpt-"
@@ -45,8 +46,12 @@ class Checkpoint:
 # -- taking and applying ------------------------------------------------------------------
 
 
-def capture(job: Job) -> Checkpoint:
+def capture(job: Job | BatchJob) -> Checkpoint:
     """A checkpoint of ``job`` now (call it between turns)."""
+    if isinstance(job, BatchJob):  # no state: whether it finished, and its output
+        meta = {"route": job.route, "done": job.done, "rows_out": job.metrics.rows_out,
+                "plan": plan_fingerprint(job.plan)}
+        return Checkpoint(meta, {}, *job.output.checkpoint())
     sources = {}
     for op_id, s in job.sources:
         sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
@@ -71,6 +76,10 @@ def restore(job: Job, ckpt: Checkpoint) -> None:
     if meta.get("plan") != plan_fingerprint(job.plan):
         raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
                         "of dsms?), so its state does not fit; drop it and create it again")
+    if isinstance(job, BatchJob):
+        job.done = bool(meta["done"])  # not done: it runs again from the start, into a truncated output
+        job.metrics.rows_out = int(meta["rows_out"]) if job.done else 0
+        return
     job.env.state.restore(ckpt.state)
     for op_id, s in job.sources:
         saved = meta["sources"].get(str(op_id))

@@ -301,6 +301,14 @@ class Job:
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 
+    def close(self) -> None:
+        """Release the job's DuckDB connection and its open source files."""
+        self.env.duck.close()
+        for _, source in self.sources:
+            reader = getattr(source, "reader", None)
+            if reader is not None:
+                reader.close()
+
     # -- inspection ---------------------------------------------------------------
 
     @property

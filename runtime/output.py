@@ -15,7 +15,6 @@ import pyarrow as pa
 from .changelog import INSERT, OP, apply_changes, with_op
 from .connectors.base import SinkWriter
 
-
 _COMPACT_AT = 64  # pieces of changes applied to a collected result at once
 
 

@@ -92,15 +92,16 @@ class Scheduler:
             self.jobs[name] = job
             return job
 
+    def add(self, name: str, job) -> None:
+        """Schedule a job made elsewhere (a query on a batch route: ``runtime/batch_job.py``)."""
+        with self.lock:
+            self.jobs[name] = job
+
     def stop(self, name: str) -> Job | None:
         with self.lock:
             job = self.jobs.pop(name, None)
         if job is not None:
-            job.env.duck.close()
-            for _, source in job.sources:
-                reader = getattr(source, "reader", None)
-                if reader is not None:
-                    reader.close()
+            job.close()
         return job
 
     def step(self) -> bool:

@@ -13,3 +13,18 @@ def pytest_addoption(parser):
 @pytest.fixture
 def update_goldens(request):
     return request.config.getoption("--update-goldens")
+
+
+@pytest.fixture(scope="session")
+def spark_session():
+    """The one SparkSession of the test run (local, two cores, few shuffle partitions for small data).
+
+    It is the session dsms's Spark route uses too (``runtime/spark_route.spark_session``).
+    """
+    pytest.importorskip("pyspark.sql")
+    from dsms.runtime.spark_route import spark_session as session_for
+
+    session = session_for({"spark.master": "local[2]", "spark.ui.enabled": "false",
+                           "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    yield session
+    session.stop()

@@ -73,7 +73,8 @@ def test_explain_golden(case, update_goldens):
 def test_explain_shows_mode_and_watermark_for_every_operator():
     engine = dsms.Engine()
     engine.execute(DDL)
-    lines = engine.execute("EXPLAIN " + CASES["union_then_window"]).message.splitlines()
+    route, *lines = engine.execute("EXPLAIN " + CASES["union_then_window"]).message.splitlines()
+    assert route.startswith("route: runtime (the batch routes cannot read 'imp' (connector 'memory')")
     assert len(lines) == 7
     assert all("[append-only, watermark: " in ln for ln in lines)
     assert "watermark: min(imp.ts - 5s, clk.ts - 2s)" in lines[1]

@@ -301,11 +301,8 @@ _SPARK_TYPES = {"i": "INT", "j": "INT", "b": "BIGINT", "d": "DOUBLE", "s": "STRI
 
 
 @pytest.fixture(scope="module")
-def spark():
-    pyspark = pytest.importorskip("pyspark.sql")
-    session = (pyspark.SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+def spark(spark_session):
+    session = spark_session
     # All cases' rows in one DataFrame; timestamps travel as text so no Python time zone is involved.
     rows = []
     for k, case in enumerate(CASES):

@@ -232,8 +232,10 @@ def test_a_select_over_bounded_sources_ends_by_itself(tmp_path):
   WITH (connector = 'file', path = '{tmp_path / "ev.jsonl"}', format = 'json');""")
             await sh.run("""SELECT window_start, COUNT(*) AS n
   FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;""")
-            await sh.wait_for("window_start            | n\n------------------------+--\n"
-                              "2024-01-01 00:00:00.000 | 2\n2024-01-01 00:00:10.000 | 1\n(2 rows)\n")
+            await sh.wait_for("(2 rows)\n")  # in any order: over bounded files it may run as one DuckDB statement
+            lines = sh.screen.text().split("\n")
+            assert sorted(table_rows(lines, lines.index("window_start            | n"))) == [
+                ("2024-01-01 00:00:00.000", "2"), ("2024-01-01 00:00:10.000", "1")]
             assert sh.repl.live is None and not sh.engine.scheduler.jobs
 
     run(scenario)

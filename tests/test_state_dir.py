@@ -300,6 +300,7 @@ def test_a_second_engine_on_the_same_directory_is_refused(tmp_path):
 
 SCRIPT = """
 SET 'checkpoint.interval' = '100 ms';
+SET 'engine' = 'runtime';
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'file', path = 'ev.jsonl', format = 'json');
 CREATE STREAM extra (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3)) WITH (connector = 'memory');
@@ -441,3 +442,37 @@ def test_a_checkpoint_taken_for_another_plan_is_not_restored(tmp_path):
     shown = engine.execute("SHOW QUERIES").table.to_pylist()
     assert shown[0]["status"] == "failed" and "planned differently" in shown[0]["error"]
     engine.close()
+
+
+def test_a_batch_route_query_cut_short_runs_again_and_a_finished_one_stays_finished(tmp_path):
+    # On DuckDB a query is one statement with no state between turns: a restart before it finished runs
+    # it again from the start (its sink cut back to empty), one after it finished does not run again.
+    data = events(3000, seed=26, span_s=600)
+    write_events(tmp_path, data)
+    script = SCRIPT.replace("SET 'engine' = 'runtime';", "SET 'engine' = 'duckdb';").replace(
+        "UNION ALL SELECT k, price FROM extra", "")
+    engine = dsms.Engine(state_dir=str(tmp_path / "state"), base_dir=str(tmp_path))
+    engine.execute(script)
+    assert engine.execute("SHOW QUERIES").table.column("status").to_pylist() == ["running", "running"]
+    del engine  # a crash before its first turn
+    gc.collect()
+    engine = dsms.Engine(state_dir=str(tmp_path / "state"), base_dir=str(tmp_path))
+    engine.run_until_idle()
+    shown = engine.execute("SHOW QUERIES").table.to_pylist()
+    assert [r["status"] for r in shown] == ["finished", "finished"]
+    assert "duckdb" in engine.execute("SHOW PROGRESS per_10s").table.column("operator")[0].as_py()
+    engine.close()
+    check_batch_outputs(tmp_path, data)
+    before = (tmp_path / "out" / "per_10s.jsonl").read_bytes()
+    engine = dsms.Engine(state_dir=str(tmp_path / "state"), base_dir=str(tmp_path))
+    engine.run_until_idle()
+    assert [r["status"] for r in engine.execute("SHOW QUERIES").table.to_pylist()] == ["finished", "finished"]
+    engine.close()
+    assert (tmp_path / "out" / "per_10s.jsonl").read_bytes() == before
+    check_batch_outputs(tmp_path, data)
+
+
+def check_batch_outputs(tmp_path, data):
+    assert rows(pa.Table.from_pylist(jsonl(tmp_path / "out" / "per_10s.jsonl"))) == rows(duck(ORACLE_PER_10S, ev=data))
+    assert rows(changelog_final(tmp_path / "out" / "changes.jsonl")) == rows(duck(
+        "SELECT k, MAX(price) AS top FROM ev GROUP BY k", ev=data))

@@ -105,6 +105,7 @@ def one_dsms(path: str, fmt: str, out: str, batch: int) -> dict:
     import dsms
 
     engine = dsms.Engine()
+    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     engine.scheduler.batch_rows = batch
     engine.execute(f"""
       CREATE STREAM impressions ({COLUMNS}, {WATERMARK})

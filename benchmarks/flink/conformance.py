@@ -263,6 +263,7 @@ def run_dsms(paths: dict, case: dict) -> dict:
     import dsms
 
     engine = dsms.Engine()
+    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     try:
         for name in SOURCES:
             engine.execute(source_ddl(name, paths[name], flink=False))

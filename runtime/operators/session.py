@@ -52,7 +52,7 @@ from ...planner.physical_stream import SessionOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .emit import EmitTable
-from .session_merge import E, S, Islands, KeyFilter, int_keys, keyed_islands, partition_ids, sorted_islands
+from .session_merge import E, Islands, KeyFilter, S, int_keys, keyed_islands, partition_ids, sorted_islands
 from .source import int64_values
 from .window_agg import _final
 

@@ -40,6 +40,36 @@ def int64_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.frombuffer(array.buffers()[1], dtype=np.int64, count=len(array) + array.offset)[array.offset:]
 
 
+def event_times(table: pa.Table, time_column: str, source: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """A batch's event times in microseconds, and which rows are a table's retractions (None: a stream).
+
+    A table's retractions (-U, -D) carry the time of the row they remove: they
+    are never late and do not advance the watermark, so their time reads as
+    the smallest possible.
+
+    Raises:
+        SourceError: an event time is NULL.
+    """
+    column = table.column(time_column)
+    if column.null_count:
+        raise SourceError("the event-time column is NULL", source=source, column=time_column)
+    ts = int64_values(column)
+    if OP not in table.column_names:
+        return ts, None
+    ops = int64_values(table.column(OP).cast(pa.int64()))
+    retracting = (ops == 1) | (ops == 3)
+    return np.where(retracting, MIN_WATERMARK, ts), retracting
+
+
+def running_max_before(ts: np.ndarray, start: int) -> tuple[np.ndarray, int]:
+    """For each row, the largest of ``start`` and the times before it; and the largest time overall."""
+    running = np.maximum.accumulate(ts)
+    before = np.empty_like(running)
+    before[0] = start
+    np.maximum(running[:-1], start, out=before[1:])
+    return before, max(start, int(running[-1]))
+
+
 class SourceLogic:
     def __init__(self, spec: SourceOp, reader: SourceReader, env: Env, late_log=None):
         self.spec = spec
@@ -102,27 +132,13 @@ class SourceLogic:
         return table
 
     def _drop_late(self, table: pa.Table) -> pa.Table:
-        column = table.column(self.spec.time_column)
-        if column.null_count:
-            raise SourceError("the event-time column is NULL", source=self.name, column=self.spec.time_column)
-        ts = int64_values(column)
-        retracting = None
-        if OP in table.column_names:
-            # A table's retractions (-U, -D) carry the time of the row they remove: they are never
-            # late and do not advance the watermark.
-            ops = int64_values(table.column(OP).cast(pa.int64()))
-            retracting = (ops == 1) | (ops == 3)
-            ts = np.where(retracting, MIN_WATERMARK, ts)
-        running = np.maximum.accumulate(ts)
-        before = np.empty_like(running)
-        before[0] = self.max_ts.value
-        np.maximum(running[:-1], self.max_ts.value, out=before[1:])
+        ts, retracting = event_times(table, self.spec.time_column, self.name)
+        before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
         threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
                                self.floor.value - self.spec.lateness_us)
         late = ts < threshold
         if retracting is not None:
             late &= ~retracting
-        self.max_ts.value = max(self.max_ts.value, int(running[-1]))
         if self.spec.late_only:  # LATE(s): the late events are the stream
             return table.filter(pa.array(late))
         if not self.spec.drop_late or not late.any():

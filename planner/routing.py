@@ -1,0 +1,110 @@
+"""Routing: which engine runs a query, and why (``SET 'engine'``, ``dsms run --engine``).
+
+* ``runtime``: the in-process incremental runtime (every query it can plan);
+* ``duckdb``: the query lowered to one DuckDB statement over its files;
+* ``spark``: the query lowered to Spark SQL, run through PySpark;
+* ``auto`` (the default) picks, in this order:
+
+  1. the runtime when a batch route cannot run the query (memory or
+     watched sources, processing time, lookup joins, ...), when a source
+     has an ``idle_timeout`` (idleness is a matter of processing time), or
+     when the result is updating: the runtime emits its changes, a batch
+     route only the final rows, so routing would change what a sink
+     receives (force a batch route with ``SET 'engine'`` for that);
+  2. Spark when ``spark.master`` is set;
+  3. DuckDB when the files' estimated size is at most ``'batch.max_bytes'``
+     (file sizes; Parquet's uncompressed row-group sizes), else Spark.
+
+Example:
+    >>> parse_size("512MB"), parse_size("2g"), parse_size("1000")
+    (536870912, 2147483648, 1000)
+    >>> format_size(3 * 1024**3)
+    '3.0 GiB'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from . import logical as L
+from .catalog import SourceDef
+from .logical_late import LateScan
+from .lower_plan import refusal
+
+ENGINES = ("auto", "runtime", "duckdb", "spark")
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
+          "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
+
+
+@dataclass(frozen=True)
+class Route:
+    engine: str  # runtime | duckdb | spark
+    reason: str
+
+    def describe(self) -> str:
+        return f"route: {self.engine} ({self.reason})"
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes: ``1000``, ``512MB``, ``2g`` (units are powers of 1024)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"invalid size '{text}': expected e.g. '2147483648', '512MB' or '2GB'")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_size(n: int) -> str:
+    for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= factor:
+            return f"{n / factor:.1f} {unit}"
+    return f"{n} B"
+
+
+def sources_of(root: L.Node) -> list[SourceDef]:
+    found: dict[str, SourceDef] = {}
+    for n in L.walk(root):
+        if isinstance(n, (L.Scan, LateScan)):
+            found.setdefault(n.source.name.lower(), n.source)
+    return list(found.values())
+
+
+def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> Route:
+    """The route of the query ``root`` under ``settings``.
+
+    ``estimate(source)`` is the source's size in bytes (it may raise: the
+    query then stays on the runtime, which reports the problem when it reads).
+
+    Raises:
+        LoweringRefused: ``engine`` names a batch route that cannot run the query.
+    """
+    engine = settings.get("engine", "auto").lower()
+    if engine == "runtime":
+        return Route("runtime", "SET 'engine' = 'runtime'")
+    if engine in ("duckdb", "spark"):
+        refused = refusal(root, engine)
+        if refused is not None:
+            raise refused
+        return Route(engine, f"SET 'engine' = '{engine}'")
+    refused = refusal(root, "duckdb")
+    if refused is not None:
+        return Route("runtime", f"the batch routes cannot {refused.what}: {refused.why}")
+    sources = sources_of(root)
+    idle = [s.name for s in sources if "idle_timeout" in s.options]
+    if idle:
+        return Route("runtime", f"'{idle[0]}' has an idle_timeout, which depends on processing time")
+    if root.changelog == L.UPDATING:
+        return Route("runtime", "the result is updating: the runtime emits its changes, a batch route only its "
+                                "final rows (SET 'engine' = 'duckdb' or 'spark' for those)")
+    if settings.get("spark.master"):
+        return Route("spark", f"spark.master is '{settings['spark.master']}'")
+    try:
+        size = sum(estimate(s) for s in sources)
+    except Exception as e:  # noqa: BLE001 - the runtime reports a missing file where it reads it
+        return Route("runtime", f"the input could not be sized ({e})")
+    limit = parse_size(settings.get("batch.max_bytes", str(2 * 1024**3)))
+    if size <= limit:
+        return Route("duckdb", f"bounded files, about {format_size(size)}, within batch.max_bytes "
+                               f"({format_size(limit)})")
+    return Route("spark", f"bounded files, about {format_size(size)}, more than batch.max_bytes ({format_size(limit)})")

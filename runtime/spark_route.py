@@ -1,0 +1,178 @@
+"""The Spark batch route: a lowered statement run as Spark SQL through PySpark.
+
+PySpark is imported only when a query takes this route (``import dsms``
+stays light). The session is ``local[*]`` unless ``SET 'spark.master'``
+says otherwise; every other ``spark.*`` setting goes to the session
+builder, so the same script runs on a cluster. The session time zone is
+UTC (dsms timestamps are naive UTC wall clock); in local mode shuffles use
+four partitions per core unless ``spark.sql.shuffle.partitions`` says
+otherwise. One session serves the whole process: the first Spark query
+creates it.
+
+Sources: each scan relation is a DataFrame with one row per file, mapped
+by Spark's Python workers through dsms's own readers (``mapInArrow`` of
+``batch_read.read_files``), one task per file. Parsing, bad-row errors and
+dead letters are the runtime's; ``__mx`` is the running maximum within
+each file and the lowered SQL adds the earlier files' maxima. That SQL
+reads the relation twice (the per-file maxima, then the rows), so the
+relation is cached for the run instead of read twice. On a cluster the
+workers need dsms installed and the files at the same paths.
+
+Results are collected as Arrow and handed to the output on the driver,
+which writes the sink file (a sink is one file, as on every route).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from functools import partial
+
+import pyarrow as pa
+
+from ..planner.lower_plan import Lowered
+from .batch_read import (
+    BATCH_ROWS,
+    ReadPlan,
+    RouteError,
+    RunStats,
+    ScanStats,
+    merge_dead_letters,
+    read_files,
+    source_error_in,
+)
+from .duck import conform
+
+_SPARK_TYPES = {pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT",
+                pa.int64(): "BIGINT", pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "STRING",
+                pa.date32(): "DATE", pa.binary(): "BINARY"}
+
+_session = None
+
+
+def spark_type(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    return _SPARK_TYPES[t]
+
+
+def spark_schema(schema: pa.Schema) -> str:
+    return ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in schema)
+
+
+def spark_session(settings: dict):
+    """The process's SparkSession, created on first use from the ``spark.*`` settings."""
+    global _session
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run dsms's readers
+    from pyspark.sql import SparkSession
+
+    if _session is None or _session._jsc is None:
+        master = settings.get("spark.master", "local[*]")
+        builder = SparkSession.builder.appName("dsms").master(master)
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+        if master.startswith("local"):  # one machine: a few shuffle partitions per core, not Spark's 200
+            builder = builder.config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
+        for key, value in settings.items():
+            if key.startswith("spark.") and key != "spark.master":
+                builder = builder.config(key, value)
+        _session = builder.getOrCreate()
+        if "spark.log.level" not in settings:
+            _session.sparkContext.setLogLevel("ERROR")
+    for key, value in settings.items():  # SQL settings also apply to a session that already runs
+        if key.startswith("spark.sql.") and key != "spark.sql.session.timeZone":
+            _session.conf.set(key, value)
+    _session.conf.set("spark.sql.session.timeZone", "UTC")
+    return _session
+
+
+class SparkRoute:
+    """Runs lowered Spark SQL statements."""
+
+    name = "spark"
+
+    def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
+        self.settings = settings or {}
+        self.batch_rows = batch_rows
+
+    def run(self, lowered: Lowered, write, out_schema: pa.Schema) -> RunStats:
+        began = time.perf_counter()
+        stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
+        spark = spark_session(self.settings)
+        stats.startup_seconds = time.perf_counter() - began
+        cached, views, dead, counters = [], [], [], []
+        try:
+            for spec, scan_stats in zip(lowered.scans, stats.scans):
+                plan = ReadPlan.of(spec, self.batch_rows)
+                scan_stats.late = None  # judged inside the statement, not counted
+                files = plan.files()
+                folder = tempfile.mkdtemp(prefix="dsms-dead-letter-") if plan.dead_letter_path() else None
+                if folder:
+                    dead.append((folder, plan.dead_letter_path(), scan_stats))
+                rows = [(i, path) for i, (_, path) in enumerate(files)]
+                # One task per file, or per run of files when there are many (read in order within a task).
+                slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
+                listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
+                counter = spark.sparkContext.accumulator(0)
+                counters.append((counter, scan_stats))
+                frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter),
+                                           spark_schema(plan.relation_schema))
+                if spec.drop_late and spec.time_column is not None:
+                    frame = frame.persist()
+                    cached.append(frame)
+                frame.createOrReplaceTempView(spec.relation)
+                views.append(spec.relation)
+            try:
+                result = spark.sql(lowered.sql()).toArrow()
+            except Exception as e:  # noqa: BLE001 - Spark's errors come through Py4J
+                raise _translate(e) from None
+            table = conform(_naive(result), out_schema)
+            if table.num_rows:
+                write(table)
+            stats.rows_out = table.num_rows
+            for folder, target, scan_stats in dead:
+                scan_stats.skipped = merge_dead_letters(folder, target)
+            for counter, scan_stats in counters:
+                scan_stats.rows_read = counter.value
+        finally:
+            for frame in cached:
+                frame.unpersist()
+            for view in views:
+                spark.catalog.dropTempView(view)
+            for folder, _, _ in dead:
+                shutil.rmtree(folder, ignore_errors=True)
+        stats.seconds = time.perf_counter() - began
+        return stats
+
+
+def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, batches):
+    """mapInArrow: the files listed in a partition, read by dsms's readers (runs in a Python worker)."""
+    for batch in batches:
+        files = list(zip(batch.column("__fi").to_pylist(), batch.column("__path").to_pylist()))
+        for out in read_files(plan, files, dead_letters):
+            counter.add(out.num_rows)
+            yield out
+
+
+def _naive(table: pa.Table) -> pa.Table:
+    """Spark's timestamps arrive with the session's zone (UTC): keep their wall clock."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            column = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us"))
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _translate(e: Exception) -> Exception:
+    """A Spark failure as a dsms error: a bad row as the reader's SourceError, else the first line."""
+    text = str(e)
+    found = source_error_in(text)
+    if found is not None:
+        return found
+    first = next((line for line in text.splitlines() if line.strip()), type(e).__name__)
+    return RouteError(f"Spark could not run the lowered statement: {first}")

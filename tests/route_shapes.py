@@ -1,0 +1,418 @@
+"""The query shapes of the route matrix (tests/test_routes.py), their data and their oracles.
+
+Holds no tests. The data: generated streams with NULLs, repeated times and
+events out of order by more than their watermark bound (so some are
+late), written as files (JSON lines in two files, Parquet, CSV), an upsert
+table and a Debezium table. Each shape is a query and the same question
+as plain DuckDB SQL over the generated rows: ``s`` and ``s2`` are a
+stream's on-time rows (late ones removed with ``oracle.late_mask``, per
+event), ``s_all`` / ``s2_all`` all of them, with ``seq``, their place in
+the source; ``t_changes`` / ``d_changes`` a table's changes in order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oracle import BASE, duck, events, late_mask
+
+KEYS = ["k0", "k1", "k2", "k3"]
+
+
+def _on_time(table: pa.Table, bound_s: float, keep_late: bool = False) -> pa.Table:
+    late = late_mask(table.column("ts").to_pylist(), bound_s)
+    return table.filter(pa.array([x == keep_late for x in late]))
+
+
+def _with_seq(table: pa.Table) -> pa.Table:
+    return table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
+
+
+def _table_changes(seed: int, n: int) -> list[dict]:
+    """Upserts and deletes of rates per key, out of order by up to 1.5 s (some repeat a time)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = round(i * 100 / n - rng.uniform(0, 1.5), 1)
+        key = rng.choice(KEYS + ["k9"])
+        deleted = rng.random() < 0.12
+        out.append({"k": key, "rate": None if deleted else rng.randrange(1, 100),
+                    "ts": BASE + dt.timedelta(seconds=t), "deleted": deleted})
+    return out
+
+
+def _changes_late(changes: list[dict], bound_s: float) -> list[bool]:
+    """Which table changes are late: retractions (-U, -D) never are, and do not move the watermark
+    (per event, on purpose)."""
+    out, top = [], None
+    for c in changes:
+        if c["op"] in ("-U", "-D"):
+            out.append(False)
+            continue
+        out.append(top is not None and c["ts"] < top - dt.timedelta(seconds=bound_s))
+        top = c["ts"] if top is None or c["ts"] > top else top
+    return out
+
+
+def _stamp(ts: dt.datetime, i: int):
+    """Times as text, and every seventh as epoch milliseconds (both forms are read)."""
+    if i % 7 == 3:
+        return int((ts - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+    return ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@dataclass
+class Data:
+    root: str
+    tables: dict = field(default_factory=dict)  # oracle tables by name
+
+    def ddl(self) -> str:
+        return DDL.format(root=self.root)
+
+
+DDL = """
+CREATE STREAM s (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3), v10 AS v * 10,
+  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH (connector = 'file', path = '{root}/s', format = 'json');
+CREATE STREAM sc (k VARCHAR, v BIGINT, ts TIMESTAMP(3), et AS ts + INTERVAL '1' SECOND,
+  WATERMARK FOR et AS et - INTERVAL '2' SECOND)
+  WITH (connector = 'file', path = '{root}/s', format = 'json');
+CREATE STREAM s2 (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH (connector = 'file', path = '{root}/s2', format = 'parquet');
+CREATE STREAM c (k VARCHAR, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH (connector = 'file', path = '{root}/c.csv', format = 'csv');
+CREATE TABLE t (k VARCHAR, rate BIGINT, ts TIMESTAMP(3), PRIMARY KEY (k) NOT ENFORCED,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH (connector = 'file', path = '{root}/t.jsonl', format = 'json');
+CREATE TABLE d (k VARCHAR, label VARCHAR, ts TIMESTAMP(3), PRIMARY KEY (k) NOT ENFORCED,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH (connector = 'file', path = '{root}/d.jsonl', format = 'debezium-json');
+"""
+
+
+def generate(root: str) -> Data:
+    data = Data(root)
+    s = events(420, seed=11, keys=4, span_s=100, disorder_s=5)
+    os.makedirs(f"{root}/s", exist_ok=True)
+    # The second file starts with an event that only the first file's events make late.
+    late = late_mask(s.column("ts").to_pylist(), 2)
+    cut = next(i for i in range(150, len(late)) if late[i])
+    for part, rows in enumerate((s.slice(0, cut), s.slice(cut))):
+        with open(f"{root}/s/part-{part}.jsonl", "w") as f:
+            for i, r in enumerate(rows.to_pylist()):
+                f.write(json.dumps({**r, "ts": _stamp(r["ts"], i)}) + "\n")
+    s2 = events(260, seed=12, keys=4, span_s=100, disorder_s=3)
+    os.makedirs(f"{root}/s2", exist_ok=True)
+    pq.write_table(s2.slice(0, 130), f"{root}/s2/a.parquet", row_group_size=50)
+    pq.write_table(s2.slice(130), f"{root}/s2/b.parquet", row_group_size=50)
+    c = duck("SELECT COALESCE(k, 'none') AS k, v, ts FROM s", s=s)
+    duck(f"COPY (SELECT * FROM c) TO '{root}/c.csv' (HEADER)", c=c)
+
+    t = _table_changes(13, 160)
+    with open(f"{root}/t.jsonl", "w") as f:
+        for i, r in enumerate(t):
+            line = {"k": r["k"], "ts": _stamp(r["ts"], i)}
+            f.write(json.dumps({**line, "__deleted": True} if r["deleted"] else {**line, "rate": r["rate"]}) + "\n")
+    d = _table_changes(14, 120)
+    current: dict = {}
+    d_changes = []  # as the reader hands them on: +I, -U (before) and +U (after), -D (before)
+    with open(f"{root}/d.jsonl", "w") as f:
+        for i, r in enumerate(d):
+            row = {"k": r["k"], "label": f"L{r['rate']}", "ts": _stamp(r["ts"], i)}
+            old = current.get(r["k"])
+            if r["deleted"]:
+                if old is None:
+                    continue
+                f.write(json.dumps({"op": "d", "before": old[0], "after": None}) + "\n")
+                d_changes.append({**old[1], "op": "-D"})
+                current.pop(r["k"])
+                continue
+            f.write(json.dumps({"op": "u" if old else "c", "before": old[0] if old else None, "after": row}) + "\n")
+            change = {"k": r["k"], "label": row["label"], "ts": r["ts"]}
+            if old:
+                d_changes.append({**old[1], "op": "-U"})
+            d_changes.append({**change, "op": "+U" if old else "+I"})
+            current[r["k"]] = (row, change)
+    t_changes = [{"k": r["k"], "rate": r["rate"], "ts": r["ts"], "op": "-D" if r["deleted"] else "+I"} for r in t]
+    data.tables = {
+        "s_all": _with_seq(s), "s": _with_seq(_on_time(s, 2)), "s_late": _on_time(s, 2, keep_late=True),
+        "s5": _on_time(s, 5), "s2_all": _with_seq(s2), "s2": _with_seq(_on_time(s2, 1)), "c_all": c,
+        "t_changes": _changes_table(t_changes, 1), "d_changes": _changes_table(d_changes, 1)}
+    return data
+
+
+def _changes_table(changes: list[dict], bound_s: float) -> pa.Table:
+    late = _changes_late(changes, bound_s)
+    return pa.Table.from_pylist([{"seq": i, **c, "deleted": c["op"] == "-D", "late": lt}
+                                 for i, (c, lt) in enumerate(zip(changes, late))])
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    query: str
+    oracle: str
+    settings: tuple = ()
+    min_rows: int = 1  # the oracle must find at least this many rows (the case is not vacuous)
+
+
+def tumble(seconds: int, table: str = "s", col: str = "ts") -> str:
+    return f"time_bucket(INTERVAL '{seconds} seconds', {col}, TIMESTAMP '1970-01-01')"
+
+
+def hop_starts(slide: int, size: int) -> str:
+    last = tumble(slide)
+    return f"unnest(range({last} - INTERVAL '{size - slide} seconds', {last} + INTERVAL '1 second', " \
+           f"INTERVAL '{slide} seconds'))"
+
+
+def islands(gap: int, table: str = "s", keys: str = "k") -> str:
+    """Sessions per key: an event starts one when it is more than ``gap`` after the previous event."""
+    return f"""(SELECT *, MIN(ts) OVER (PARTITION BY {keys}, isl) AS ws,
+                MAX(ts) OVER (PARTITION BY {keys}, isl) + INTERVAL '{gap} seconds' AS we FROM (
+             SELECT *, SUM(CASE WHEN prev IS NULL OR ts - prev > INTERVAL '{gap} seconds' THEN 1 ELSE 0 END)
+                       OVER (PARTITION BY {keys} ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS isl FROM (
+               SELECT *, LAG(ts) OVER (PARTITION BY {keys} ORDER BY ts, seq) AS prev FROM {table})))"""
+
+
+VERSIONS = """(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k, ts ORDER BY seq DESC) AS r
+               FROM {changes} WHERE NOT late AND op <> '-U') WHERE r = 1)"""
+
+
+def temporal(kind: str, changes: str, value: str, condition: str = "") -> str:
+    """Each on-time event of s with its key's latest version at or before its time (none if a delete,
+    or if ``condition`` on the version does not hold)."""
+    v = VERSIONS.format(changes=changes)
+    return f"""
+    WITH v AS {v},
+         pick AS (SELECT s.seq, MAX(v.ts) AS vts FROM s JOIN v ON v.k = s.k AND v.ts <= s.ts GROUP BY s.seq),
+         chosen AS (SELECT p.seq, v.{value} FROM pick p JOIN s USING (seq) JOIN v ON v.k = s.k AND v.ts = p.vts
+                    WHERE NOT v.deleted {condition})
+    SELECT s.k, s.v, s.ts, chosen.{value} FROM s {kind} JOIN chosen USING (seq)"""
+
+
+def final_state(changes: str, value: str) -> str:
+    return f"""SELECT k, {value}, ts FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY seq DESC) AS r
+               FROM {changes}) WHERE r = 1 AND op IN ('+I', '+U')"""
+
+
+AGGS = "COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av, MIN(price) AS lo, MAX(price) AS hi, " \
+       "COUNT(DISTINCT v) AS dv, AVG(price) AS ap"
+ORACLE_AGGS = "COUNT(*), COUNT(v), SUM(v), TRUNC(AVG(v))::BIGINT, MIN(price), MAX(price), COUNT(DISTINCT v), AVG(price)"
+HOP = "FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15' SECOND))"
+TUMBLE10 = "SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(TUMBLE(TABLE s, " \
+           "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k"
+TUMBLE10_ORACLE = f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM {{src}} GROUP BY ALL"
+INSTANTS = f"""(SELECT {tumble(5)} + INTERVAL '5 seconds' AS i0, k FROM s)"""
+CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 + INTERVAL '10 seconds',
+                  INTERVAL '5 seconds')) AS i, k FROM {instants}) GROUP BY ALL)""".format(instants=INSTANTS)
+
+SHAPES = [
+    Shape("filter_project_functions", "SELECT k, v * 2 AS v2, UPPER(k) AS uk, v10, ts FROM s WHERE v > 10",
+          "SELECT k, v * 2, upper(k), v * 10, ts FROM s_all WHERE v > 10"),
+    Shape("scalar_functions", "SELECT k, DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm') AS minute, CAST(ts AS VARCHAR) AS t, "
+          "EXTRACT(SECOND FROM ts) AS sec, COALESCE(v, -1) AS v, ROUND(price, 1) AS p, v / 3 AS third FROM s "
+          "WHERE k LIKE 'k%' AND price BETWEEN 1 AND 8",
+          "SELECT k, strftime(ts, '%Y-%m-%d %H:%M'), strftime(ts, '%Y-%m-%d %H:%M:%S.%g'), second(ts), "
+          "COALESCE(v, -1), round(price::DECIMAL(10, 2), 1)::DOUBLE, v // 3 FROM s_all "
+          "WHERE k LIKE 'k%' AND price BETWEEN 1 AND 8"),
+    Shape("computed_watermark_column", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE sc, "
+          "DESCRIPTOR(et), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+          f"SELECT {tumble(10, col='ts + INTERVAL 1 SECOND')}, COUNT(*) FROM s GROUP BY ALL"),
+    Shape("csv_source", "SELECT k, v, ts FROM c WHERE v IS NOT NULL", "SELECT k, v, ts FROM c_all WHERE v IS NOT NULL"),
+    Shape("values", "SELECT 1 AS a, 'x' AS b", "SELECT 1, 'x'"),
+    Shape("tumble_tvf_rows", "SELECT k, v, window_start, window_end, window_time FROM TABLE(TUMBLE(TABLE s, "
+          "DESCRIPTOR(ts), INTERVAL '10' SECOND))",
+          f"SELECT k, v, {tumble(10)} AS ws, ws + INTERVAL '10 seconds', ws + INTERVAL '9.999 seconds' FROM s"),
+    Shape("tumble_with_offset", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
+          "INTERVAL '10' SECOND, INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+          "SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01 00:00:03'), COUNT(*) FROM s "
+          "GROUP BY ALL"),
+    Shape("hop_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
+          "INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE v > 0",
+          f"SELECT k, v, ws, ws + INTERVAL '10 seconds' FROM (SELECT *, {hop_starts(5, 10)} AS ws FROM s) WHERE v > 0"),
+    Shape("hop_all_aggregates_having", f"SELECT window_start, window_end, k, {AGGS} {HOP} "
+          "GROUP BY window_start, window_end, k HAVING COUNT(*) > 1",
+          f"SELECT ws, ws + INTERVAL '15 seconds', k, {ORACLE_AGGS} FROM (SELECT *, {hop_starts(5, 15)} AS ws "
+          "FROM s) GROUP BY ws, k HAVING COUNT(*) > 1"),
+    Shape("cumulate", "SELECT window_start, window_end, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(CUMULATE(TABLE s, "
+          "DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND)) GROUP BY window_start, window_end",
+          f"SELECT {tumble(20)} AS ws, we, COUNT(*), SUM(v) FROM (SELECT *, unnest(range({tumble(5)} + "
+          f"INTERVAL '5 seconds', {tumble(20)} + INTERVAL '21 seconds', INTERVAL '5 seconds')) AS we FROM s) "
+          "GROUP BY ALL"),
+    Shape("session_tvf_aggregate", "SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv, MAX(price) AS hi "
+          "FROM TABLE(SESSION(TABLE s PARTITION BY k, DESCRIPTOR(ts), INTERVAL '2' SECOND)) "
+          "GROUP BY window_start, window_end, k",
+          f"SELECT ws, we, k, COUNT(*), SUM(v), MAX(price) FROM {islands(2)} GROUP BY ALL"),
+    Shape("session_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(SESSION(TABLE s PARTITION BY k, "
+          "DESCRIPTOR(ts), INTERVAL '2' SECOND))", f"SELECT k, v, ws, we FROM {islands(2)}"),
+    Shape("group_window_tumble", "SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, COUNT(*) AS n FROM s "
+          "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k", f"SELECT k, {tumble(10)}, COUNT(*) FROM s GROUP BY ALL"),
+    Shape("group_window_session", "SELECT k, SESSION_START(ts, INTERVAL '3' SECOND) AS ws, SESSION_END(ts, "
+          "INTERVAL '3' SECOND) AS we, COUNT(*) AS n FROM s GROUP BY SESSION(ts, INTERVAL '3' SECOND), k",
+          f"SELECT k, ws, we, COUNT(*) FROM {islands(3)} GROUP BY ALL"),
+    Shape("cascading_windows", "SELECT window_start, SUM(n) AS n FROM TABLE(TUMBLE(TABLE (SELECT window_time AS wt, "
+          "COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, "
+          "window_end, window_time), DESCRIPTOR(wt), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end",
+          f"SELECT {tumble(60)}, COUNT(*) FROM s GROUP BY ALL"),
+    Shape("union_all_window", "SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE (SELECT k, ts FROM s "
+          "UNION ALL SELECT k, ts FROM s2), DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k",
+          f"SELECT {tumble(10)}, k, COUNT(*) FROM (SELECT k, ts FROM s UNION ALL SELECT k, ts FROM s2) GROUP BY ALL"),
+    Shape("union_all_rows", "SELECT k, v FROM s UNION ALL SELECT k, v FROM s2",
+          "SELECT k, v FROM s_all UNION ALL SELECT k, v FROM s2_all"),
+    Shape("group_aggregate", "SELECT k, COUNT(*) AS n, SUM(v) AS sv, MIN(price) AS lo, COUNT(DISTINCT v) AS dv "
+          "FROM s GROUP BY k", "SELECT k, COUNT(*), SUM(v), MIN(price), COUNT(DISTINCT v) FROM s_all GROUP BY k"),
+    Shape("select_distinct", "SELECT DISTINCT k FROM s", "SELECT DISTINCT k FROM s_all"),
+    Shape("regular_join_of_streams", "SELECT a.k, a.v, b.price FROM s a JOIN s2 b ON a.k = b.k AND a.v = b.v",
+          "SELECT a.k, a.v, b.price FROM s_all a JOIN s2_all b ON a.k = b.k AND a.v = b.v"),
+    Shape("global_aggregate", "SELECT COUNT(*) AS n, MAX(v) AS hi FROM s WHERE v > 50",
+          "SELECT COUNT(*), MAX(v) FROM s_all WHERE v > 50"),
+    Shape("global_aggregate_of_nothing", "SELECT COUNT(*) AS n FROM s WHERE v > 1000",
+          "SELECT COUNT(*) FROM s_all WHERE v > 1000 HAVING COUNT(*) > 0", min_rows=0),
+    Shape("over_range", "SELECT k, v, ts, SUM(v) OVER w AS sv, COUNT(*) OVER w AS n FROM s WINDOW w AS ("
+          "PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW)",
+          "SELECT k, v, ts, SUM(v) OVER w, COUNT(*) OVER w FROM s WINDOW w AS (PARTITION BY k ORDER BY ts "
+          "RANGE BETWEEN INTERVAL '3 seconds' PRECEDING AND CURRENT ROW)"),
+    Shape("over_rows_ties_in_arrival_order", "SELECT k, v, ts, SUM(v) OVER (PARTITION BY k ORDER BY ts "
+          "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS sv FROM s",
+          "SELECT k, v, ts, SUM(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s"),
+    Shape("over_unbounded", "SELECT k, ts, AVG(price) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED "
+          "PRECEDING AND CURRENT ROW) AS ap FROM s",
+          "SELECT k, ts, AVG(price) OVER (PARTITION BY k ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) FROM s"),
+    Shape("window_top_n", "SELECT window_start, k, v, price FROM (SELECT window_start, window_end, k, v, price, "
+          "ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY v DESC) AS rn FROM TABLE(TUMBLE(TABLE s, "
+          "DESCRIPTOR(ts), INTERVAL '10' SECOND))) WHERE rn <= 2",
+          f"SELECT ws, k, v, price FROM (SELECT {tumble(10)} AS ws, k, v, price, row_number() OVER (PARTITION BY ws "
+          "ORDER BY v DESC NULLS LAST, k NULLS FIRST, price NULLS FIRST) AS rn FROM s) WHERE rn <= 2"),
+    Shape("top_keys_per_window", "SELECT window_start, k, n FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+          "window_start, window_end ORDER BY n DESC) AS rn FROM (SELECT window_start, window_end, k, COUNT(*) AS n "
+          "FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '20' SECOND)) GROUP BY window_start, window_end, k)) "
+          "WHERE rn <= 2",
+          f"SELECT ws, k, n FROM (SELECT ws, k, n, row_number() OVER (PARTITION BY ws ORDER BY n DESC, k NULLS FIRST) "
+          f"AS rn FROM (SELECT {tumble(20)} AS ws, k, COUNT(*) AS n FROM s GROUP BY ALL)) WHERE rn <= 2"),
+    Shape("global_top_n", "SELECT k, v, price, rn FROM (SELECT k, v, price, ROW_NUMBER() OVER (PARTITION BY k "
+          "ORDER BY price DESC) AS rn FROM s) WHERE rn <= 3",
+          "SELECT k, v, price, rn FROM (SELECT k, v, price, row_number() OVER (PARTITION BY k ORDER BY price DESC "
+          "NULLS LAST, v NULLS FIRST) AS rn FROM s_all) WHERE rn <= 3"),
+    Shape("top_n_of_a_table", "SELECT k, rate FROM (SELECT k, rate, ROW_NUMBER() OVER (ORDER BY rate DESC) AS rn "
+          "FROM t) WHERE rn <= 2",
+          f"SELECT k, rate FROM ({final_state('t_changes', 'rate')}) ORDER BY rate DESC NULLS LAST, k LIMIT 2"),
+    Shape("aggregate_of_a_table", "SELECT rate > 50 AS high, COUNT(*) AS n, SUM(rate) AS total FROM t "
+          "GROUP BY rate > 50",
+          f"SELECT rate > 50, COUNT(*), SUM(rate) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
+    Shape("dedup_first", "SELECT k, v, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn "
+          "FROM s) WHERE rn = 1",
+          "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts, seq) = 1"),
+    Shape("dedup_last", "SELECT k, v, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) "
+          "AS rn FROM s) WHERE rn = 1",
+          "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
+    Shape("interval_join_inner", "SELECT a.k, a.v, b.v AS bv FROM s a JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
+          "a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND",
+          "SELECT a.k, a.v, b.v AS bv FROM s a JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL 1 SECOND AND "
+          "a.ts + INTERVAL 1 SECOND"),
+    Shape("interval_self_join", "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN "
+          "a.ts + INTERVAL '1' SECOND AND a.ts + INTERVAL '3' SECOND",
+          "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN a.ts + INTERVAL 1 SECOND AND "
+          "a.ts + INTERVAL 3 SECOND"),
+    Shape("interval_join_left", "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
+          "a.ts AND a.ts + INTERVAL '2' SECOND AND b.v > a.v",
+          "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
+          "a.ts + INTERVAL 2 SECOND AND b.v > a.v"),
+    Shape("interval_join_full", "SELECT a.v, b.v AS bv FROM s a FULL JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
+          "a.ts AND a.ts + INTERVAL '1' SECOND",
+          "SELECT a.v, b.v AS bv FROM s a FULL JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 1 SECOND"),
+    Shape("window_join_full", "SELECT l.window_start, l.k, l.n, r.k AS rk, r.n AS rn FROM (SELECT window_start, "
+          "window_end, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY window_start, window_end, k) l FULL JOIN (SELECT window_start, window_end, k, COUNT(*) AS n "
+          "FROM TABLE(TUMBLE(TABLE s2, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k) r "
+          "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
+          f"""WITH l AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s GROUP BY ALL),
+                   r AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s2 GROUP BY ALL)
+              SELECT l.ws, l.k, l.n, r.k AS rk, r.n AS rn FROM l FULL JOIN r ON l.ws = r.ws AND l.k = r.k"""),
+    Shape("temporal_join_upsert_inner", "SELECT s.k, s.v, s.ts, t.rate FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts "
+          "ON s.k = t.k", temporal("", "t_changes", "rate")),
+    Shape("temporal_join_upsert_left", "SELECT s.k, s.v, s.ts, t.rate FROM s LEFT JOIN t FOR SYSTEM_TIME AS OF s.ts "
+          "ON s.k = t.k", temporal("LEFT", "t_changes", "rate")),
+    Shape("temporal_join_with_a_condition", "SELECT s.k, s.v, s.ts, t.rate FROM s LEFT JOIN t FOR SYSTEM_TIME AS "
+          "OF s.ts ON s.k = t.k AND t.rate > s.v", temporal("LEFT", "t_changes", "rate", "AND v.rate > s.v")),
+    Shape("temporal_join_debezium", "SELECT s.k, s.v, s.ts, d.label FROM s LEFT JOIN d FOR SYSTEM_TIME AS OF s.ts "
+          "ON s.k = d.k", temporal("LEFT", "d_changes", "label")),
+    Shape("table_upsert_state", "SELECT k, rate, ts FROM t", final_state("t_changes", "rate")),
+    Shape("table_debezium_state", "SELECT k, label, ts FROM d", final_state("d_changes", "label")),
+    Shape("regular_join_tables", "SELECT t.k, t.rate, d.label FROM t JOIN d ON t.k = d.k",
+          f"""SELECT t.k, t.rate, d.label FROM ({final_state('t_changes', 'rate')}) t
+              JOIN ({final_state('d_changes', 'label')}) d ON t.k = d.k"""),
+    Shape("regular_join_stream_table", "SELECT s.k, s.v, t.rate FROM s LEFT JOIN t ON s.k = t.k",
+          f"SELECT s.k, s.v, t.rate FROM s_all s LEFT JOIN ({final_state('t_changes', 'rate')}) t ON s.k = t.k",
+          settings=(("join.stream_table", "regular"),)),
+    Shape("emit_changes", TUMBLE10 + " EMIT CHANGES", TUMBLE10_ORACLE.format(src="s")),
+    Shape("emit_changes_every", TUMBLE10 + " EMIT CHANGES EVERY INTERVAL '1' SECOND", TUMBLE10_ORACLE.format(src="s")),
+    Shape("allowed_lateness", TUMBLE10 + " ALLOWED LATENESS INTERVAL '3' SECOND", TUMBLE10_ORACLE.format(src="s5")),
+    Shape("late_events", "SELECT k, v, ts FROM LATE(s)", "SELECT k, v, ts FROM s_late"),
+    Shape("cql_rstream", "RSTREAM(SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)",
+          f"SELECT k, n FROM {CQL_RELATION}"),
+    Shape("cql_istream", "ISTREAM(SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)",
+          "cql:insert"),
+    Shape("cql_dstream", "DSTREAM(SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)",
+          "cql:delete"),
+    Shape("cql_rows_window", "SELECT k, v, ts FROM s [PARTITION BY k ROWS 2]",
+          "SELECT k, v, ts FROM s_all QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, v NULLS FIRST) <= 2"),
+    Shape("cql_rows_window_aggregate_istream", "ISTREAM(SELECT k, SUM(v) AS sv FROM s [PARTITION BY k ROWS 3] "
+          "GROUP BY k)", "SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s"),
+    Shape("cql_rows_window_aggregate", "SELECT k, MAX(v) AS hi FROM s [PARTITION BY k ROWS 3] GROUP BY k",
+          "SELECT k, MAX(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s "
+          "QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
+    Shape("cql_relation", "SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k",
+          "SELECT 'x', 1 WHERE FALSE", min_rows=0),
+]
+
+
+def cql_oracle(kind: str, tables: dict) -> pa.Table:
+    """ISTREAM / DSTREAM of the [RANGE 10 s SLIDE 5 s] counts per key: per instant, a multiset difference."""
+    relation = duck(f"SELECT i, k, n FROM {CQL_RELATION}", **tables)
+    instants = sorted(set(relation.column("i").to_pylist()))
+    step = dt.timedelta(seconds=5)
+    wanted = sorted(set(instants) | {i + step for i in instants})
+    parts = []
+    for i in wanted:
+        now, before = (i, i - step) if kind == "insert" else (i - step, i)
+        parts.append(duck(f"""SELECT k, n FROM r WHERE i = TIMESTAMP '{now}' EXCEPT ALL
+                              SELECT k, n FROM r WHERE i = TIMESTAMP '{before}'""", r=relation))
+    return pa.concat_tables(parts)
+
+
+def oracle_rows(shape: Shape, tables: dict) -> pa.Table:
+    if shape.oracle.startswith("cql:"):
+        return cql_oracle(shape.oracle[4:], tables)
+    return duck(shape.oracle, **tables)
+
+
+@dataclass(frozen=True)
+class Refused:
+    name: str
+    ddl: str
+    query: str
+    message: str  # what every batch route's refusal says
+
+
+REFUSED = [
+    Refused("processing_time", "CREATE STREAM p (k VARCHAR, pt AS PROCTIME()) WITH (connector = 'file', "
+            "path = '{root}/c.csv', format = 'csv');",
+            "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE p, DESCRIPTOR(pt), INTERVAL '1' SECOND)) "
+            "GROUP BY window_start, window_end", "cannot run a query on processing time"),
+    Refused("memory_source", "CREATE STREAM m (k VARCHAR) WITH (connector = 'memory');", "SELECT k FROM m",
+            "cannot read 'm' (connector 'memory')"),
+    Refused("watched_files", "CREATE STREAM w (k VARCHAR, v BIGINT, ts TIMESTAMP(3)) WITH (connector = 'file', "
+            "path = '{root}/s', format = 'json', watch = 'true');", "SELECT k FROM w",
+            "cannot read 'w' (watch = 'true')"),
+    Refused("lookup_join", "", "SELECT s.k, t.rate FROM s JOIN t ON s.k = t.k", "cannot run the lookup join"),
+    Refused("istream_of_an_updating_relation", "", "ISTREAM(SELECT k, COUNT(*) AS n FROM s GROUP BY k)",
+            "cannot run IStream(changes)"),
+]
