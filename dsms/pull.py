@@ -11,18 +11,22 @@ query afresh, as a new query, and keeps its result up to date.
 The query is planned against a copy of the catalog in which each view it
 reads is a bounded memory stream holding the view's current rows, and run
 by a job of its own, so every SQL feature of a continuous query works the
-same way here (filters, aggregates, joins of views, ORDER BY-free Top-N).
+same way here (filters, aggregates, joins of views, Top-N); being
+bounded, a pull query may also end with ORDER BY and LIMIT.
 """
 
 from __future__ import annotations
 
+import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from .grammar import QueryStatement
+from .grammar import Diagnostic, Query, QueryStatement, SqlError
 from .grammar.stream_syntax import EmitClause
 from .planner import Catalog, plan_query
 from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
+from .planner.physical import BATCH
+from .planner.timeutil import node_span
 from .planner.types import Schema
 from .runtime.duck import Duck
 from .runtime.job import Job
@@ -85,15 +89,43 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         log = logs[view.name.lower()] = MemoryLog(rows.schema)
         log.append(rows)
         log.close()
-    planned = plan_query(stmt.query, snapshot, stmt.source)
+    query, finish = _split_order(stmt.query)
+    planned = plan_query(query, snapshot, stmt.source)
     output = CollectOutput(planned.physical.root.schema, planned.changelog == "updating", keep_changes=False)
     env = Env(duck=Duck())
     try:
         job = Job(planned.physical, output, env, lambda op: _Columns(logs[op.source.name.lower()], op.columns))
         job.run()
+        result = output.snapshot()
+        if finish is not None:  # ORDER BY / LIMIT of a pull query: over its finished result
+            try:
+                result = env.duck.run(finish.sql(dialect="duckdb"), result)
+            except duckdb.Error as e:
+                raise SqlError(Diagnostic(f"cannot order the result: {str(e).splitlines()[0]}",
+                                          node_span(finish.args.get("order") or finish) or stmt.query.span,
+                                          stmt.source,
+                                          help="ORDER BY in a pull query names columns of its result")) from None
     finally:
         env.duck.close()
-    return output.snapshot()
+    return result
+
+
+def _split_order(query: Query) -> tuple[Query, exp.Select | None]:
+    """A pull query's top-level ORDER BY / LIMIT / OFFSET, split off to run over its finished result.
+
+    A continuous query has no last row to order or count to; a pull query
+    does, so it orders and limits as a batch query would.
+    """
+    tree = query.tree
+    if not any(tree.args.get(k) for k in ("order", "limit", "offset")):
+        return query, None
+    finish = exp.select("*").from_(BATCH)
+    tree = tree.copy()
+    for key in ("order", "limit", "offset"):
+        part = tree.args.get(key)
+        if part is not None:
+            finish.set(key, part.pop())
+    return Query(query.text, tree, query.span), finish
 
 
 class _Columns:

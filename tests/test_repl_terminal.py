@@ -54,3 +54,70 @@ def test_statements_piped_into_dsms_run_as_a_script(tmp_path):
     help_ = subprocess.run([DSMS, "--help"], capture_output=True, text=True, timeout=60)
     assert "With no command, opens the interactive shell" in " ".join(help_.stdout.split())
     assert "--state-dir DIR" in help_.stdout
+
+
+def test_standing_queries_in_the_shell_pause_resume_and_come_back_after_a_restart(tmp_path):
+    state = tmp_path / "state"
+
+    def shell():
+        term = Terminal(["--state-dir", str(state)], home=tmp_path, rows=50, cols=250)
+        term.wait_for("dsms>")
+        return term
+
+    def pulled(term, marker):
+        """The rows of `SELECT ad, n FROM per_ad ORDER BY ad`, a pull query answered from the view now."""
+        term.send(f"SELECT ad, n, '{marker}' AS m FROM per_ad ORDER BY ad;\r")
+        term.wait_for(f"| {marker}\n")
+        lines = term.text().split("\n")
+        start = max(i for i, ln in enumerate(lines) if ln.startswith("ad ") and "| m" in ln) + 2
+        out = []
+        for ln in lines[start:]:
+            if not ln or ln.startswith("("):
+                break
+            out.append(tuple(c.strip() for c in ln.split("|"))[:2])
+        return out
+
+    term = shell()
+    try:
+        term.send("CREATE STREAM clicks (ad BIGINT, ts TIMESTAMP(3)) WITH (connector = 'memory');\r")
+        term.wait_for("Created stream clicks")
+        term.send("CREATE MATERIALIZED VIEW per_ad AS SELECT ad, COUNT(*) AS n FROM clicks GROUP BY ad;\r")
+        term.wait_for("Created materialized view per_ad")
+        term.send("CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n FROM clicks;\r")
+        term.wait_for("Created materialized view total")
+        term.send("INSERT INTO clicks VALUES (1, '2024-05-01 09:00:00'), (2, '2024-05-01 09:00:01'), "
+                  "(1, '2024-05-01 09:00:02');\r")
+        term.wait_for("Inserted 3 rows")
+        assert pulled(term, "a") == [("1", "2"), ("2", "1")]
+        term.send("SHOW QUERIES;\r")
+        term.wait_for("total")
+        shown = [ln for ln in term.text().split("\n") if ln.startswith(("per_ad ", "total "))]
+        assert len(shown) == 2 and all("| running" in ln for ln in shown)
+        term.send("PAUSE QUERY per_ad;\r")
+        term.wait_for("Paused query per_ad")
+        term.send("INSERT INTO clicks VALUES (2, '2024-05-01 09:00:03');\r")
+        term.wait_for("Inserted 1 row")
+        assert pulled(term, "b") == [("1", "2"), ("2", "1")]  # paused: the view stands still
+        term.send("RESUME QUERY per_ad;\r")
+        term.wait_for("Resumed query per_ad")
+        assert pulled(term, "c") == [("1", "2"), ("2", "2")]  # and catches up, nothing lost
+        term.send("\\q\r")
+        assert term.close() == 0
+    finally:
+        term.child.terminate(force=True)
+
+    term = shell()  # the same state directory: the catalog and both views are back, running
+    try:
+        term.send("SHOW QUERIES;\r")
+        term.wait_for("total")
+        shown = [ln for ln in term.text().split("\n") if ln.startswith(("per_ad ", "total "))]
+        assert len(shown) == 2 and all("| running" in ln for ln in shown)
+        term.send("INSERT INTO clicks VALUES (3, '2024-05-01 09:00:04');\r")
+        term.wait_for("Inserted 1 row")
+        assert pulled(term, "d") == [("1", "2"), ("2", "2"), ("3", "1")]
+        term.send("SELECT n AS everything FROM total;\r")
+        term.wait_for("everything\n----------\n5\n")
+        term.send("\\q\r")
+        assert term.close() == 0
+    finally:
+        term.child.terminate(force=True)

@@ -164,6 +164,12 @@ def test_pull_queries_read_the_current_contents_of_views():
     # Through a view, aggregated, and joining two materialized views.
     assert rows(engine.execute("SELECT * FROM busy").table) == \
         rows(duck("SELECT k, COUNT(*) AS n FROM ev GROUP BY k HAVING COUNT(*) > 70", ev=data))
+    # Bounded, a pull query orders and limits its result as a batch query does.
+    top = engine.execute("SELECT k, n FROM per_key ORDER BY n DESC, k LIMIT 3 OFFSET 1").table
+    assert top.to_pylist() == duck("SELECT k, COUNT(*) AS n FROM ev GROUP BY k ORDER BY n DESC, k LIMIT 3 OFFSET 1",
+                                   ev=data).to_pylist()
+    with pytest.raises(dsms.SqlError, match="cannot order the result"):
+        engine.execute("SELECT k FROM per_key ORDER BY nope")
     total = engine.execute("SELECT SUM(n) AS total FROM per_key").table
     assert total.to_pylist() == [{"total": 400}]
     joined = engine.execute("""SELECT p.k, p.n, w.top FROM per_key p JOIN windows w ON p.k = w.k
