@@ -19,7 +19,7 @@ import pyarrow as pa
 from ..planner.lower_plan import Lowered
 from ..planner.physical import OP, PhysicalPlan
 from .batch_read import RunStats, ScanStats
-from .job import JobMetrics, Output
+from .job import JobMetrics, Lifecycle, Output
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .state import StateStore
 
@@ -46,7 +46,7 @@ class _ScanView:
         return self.stats.skipped
 
 
-class BatchJob:
+class BatchJob(Lifecycle):
     """Runs ``lowered`` on ``executor`` (a DuckDBRoute or SparkRoute) into ``output``, once.
 
     It answers what the engine asks of a runtime job (status, pause,
@@ -86,24 +86,6 @@ class BatchJob:
         self.metrics.finished = time.time()
         self.output.close()
         return True
-
-    def fail(self, error: BaseException) -> None:
-        self.error = error
-        self.metrics.finished = time.time()
-
-    @property
-    def status(self) -> str:
-        if self.error is not None:
-            return "failed"
-        if self.done:
-            return "finished"
-        if self.cancelled:
-            return "cancelled"
-        return "paused" if self.paused else "running"
-
-    @property
-    def runnable(self) -> bool:
-        return not (self.done or self.paused or self.cancelled or self.error is not None)
 
     def _write(self, table: pa.Table) -> None:
         if self.updating:

@@ -112,7 +112,40 @@ class JobMetrics:
     meter: RateMeter = field(default_factory=RateMeter)
 
 
-class Job:
+class Lifecycle:
+    """A job's life as the engine manages it: running, paused, finished, failed or cancelled.
+
+    Subclasses set ``done``, ``paused``, ``cancelled``, ``error`` and ``metrics``.
+    """
+
+    done: bool
+    paused: bool  # a paused job is not given turns: its sources are not read
+    cancelled: bool  # stopped for good by the program (DROP QUERY, cancel())
+    error: BaseException | None  # why the job failed (it is not given turns either)
+    metrics: JobMetrics
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the job for good: bad input, a sink that cannot be written. Other jobs go on."""
+        self.error = error
+        self.metrics.finished = time.time()
+
+    @property
+    def status(self) -> str:
+        """running, paused, finished, failed or cancelled."""
+        if self.error is not None:
+            return "failed"
+        if self.done:
+            return "finished"
+        if self.cancelled:
+            return "cancelled"
+        return "paused" if self.paused else "running"
+
+    @property
+    def runnable(self) -> bool:
+        return not (self.done or self.paused or self.cancelled or self.error is not None)
+
+
+class Job(Lifecycle):
     def __init__(self, plan: PhysicalPlan, output: Output, env: Env,
                  open_reader: Callable[[SourceOp], SourceReader], late_log: Callable[[SourceOp], object] | None = None):
         self.plan = plan
@@ -205,26 +238,6 @@ class Job:
         """Run until every source is exhausted (bounded inputs only)."""
         while self.step():
             pass
-
-    def fail(self, error: BaseException) -> None:
-        """Stop the job for good: bad input, a sink that cannot be written. Other jobs go on."""
-        self.error = error
-        self.metrics.finished = time.time()
-
-    @property
-    def status(self) -> str:
-        """running, paused, finished, failed or cancelled."""
-        if self.error is not None:
-            return "failed"
-        if self.done:
-            return "finished"
-        if self.cancelled:
-            return "cancelled"
-        return "paused" if self.paused else "running"
-
-    @property
-    def runnable(self) -> bool:
-        return not (self.done or self.paused or self.cancelled or self.error is not None)
 
     def _finish(self) -> None:
         for op_id, _ in self.sources:
