@@ -5,6 +5,7 @@ from .planner.physical_plan import UnsupportedPlan
 from .runtime.changelog import ChangelogError
 from .runtime.connectors.base import SinkError, SourceError
 from .runtime.convert import RowError
+from .runtime.job import EvaluationError
 
-__all__ = ["ChangelogError", "Diagnostic", "DsmsError", "RowError", "SinkError", "SourceError", "Span", "SqlError",
+__all__ = ["ChangelogError", "Diagnostic", "DsmsError", "EvaluationError", "RowError", "SinkError", "SourceError", "Span", "SqlError",
            "SqlSyntaxError", "UnsupportedPlan", "render"]

@@ -18,8 +18,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+import duckdb
 import pyarrow as pa
 
+from ..grammar import DsmsError
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .connectors.base import SourceReader
@@ -112,6 +114,15 @@ class JobMetrics:
     meter: RateMeter = field(default_factory=RateMeter)
 
 
+class EvaluationError(DsmsError):
+    """An expression of a query failed on the data it was given (the query stops, as in Flink)."""
+
+    def __init__(self, operator: str, cause: Exception):
+        what = str(cause).strip().split("\n")[0]
+        hint = "; TRY_CAST gives NULL where a value does not convert" if "onver" in what else ""
+        super().__init__(f"the query failed in {operator}: {what}{hint}")
+
+
 class Lifecycle:
     """A job's life as the engine manages it: running, paused, finished, failed or cancelled.
 
@@ -201,7 +212,7 @@ class Job(Lifecycle):
         for op_id, source in sorted(active, key=lambda item: (item[1].watermark,
                                                               not getattr(item[1], "is_table", False))):
             before = source.rows_read
-            table = source.poll()
+            table = self._evaluate(op_id, source.poll)  # computed columns are evaluated as it reads
             if source.rows_read != before and self.source_idle.get(op_id):
                 self.source_idle[op_id] = False  # data again: consumers wait for it again
                 self._set_idle(op_id, False)
@@ -254,9 +265,17 @@ class Job(Lifecycle):
                 self.metrics.rows_out += table.num_rows
                 self.output.write(table)
                 continue
-            for out in self.logics[child].on_batch(port, table):
+            for out in self._evaluate(child, self.logics[child].on_batch, port, table):
                 if out.num_rows:
                     self._push(child, out)
+
+    def _evaluate(self, op_id: int, handler, *args) -> list[pa.Table]:
+        """An operator's handler; an expression that fails on the data (a CAST of 'a' to BIGINT) fails the
+        query with what went wrong and where, not with the statement DuckDB ran."""
+        try:
+            return handler(*args)
+        except (duckdb.Error, pa.ArrowInvalid) as e:
+            raise EvaluationError(self.plan.ops[op_id].label, e) from None
 
     def _advance(self, op_id: int, watermark: int) -> None:
         if watermark <= self.out_wm[op_id]:
@@ -280,7 +299,7 @@ class Job(Lifecycle):
         if low <= self.combined[op_id]:
             return
         self.combined[op_id] = low
-        for out in logic.on_watermark(low):
+        for out in self._evaluate(op_id, logic.on_watermark, low):
             if out.num_rows:
                 self._push(op_id, out)
         self._advance(op_id, logic.output_watermark(low))

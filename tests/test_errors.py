@@ -95,3 +95,23 @@ def test_statement_grammar_round_trip():
     assert stmts[1].query.text.endswith("/* ; */")
     assert stmts[2].key == "emit" and stmts[2].value == "changes"
     assert re.fullmatch(r"INSERT INTO s \(a, ts\) VALUES .*", stmts[6].text)
+
+
+def test_a_value_that_does_not_convert_fails_the_query_with_a_message_not_internal_sql():
+    # As in Flink, CAST of a bad value fails the query (TRY_CAST gives NULL); the message says what and
+    # where, in the user's terms, and the other queries go on.
+    engine = dsms.Engine()
+    engine.execute("CREATE STREAM s (k VARCHAR, ts TIMESTAMP(3), n AS CAST(k AS INT)) WITH (connector = 'memory')")
+    bad = engine.query("SELECT CAST(k AS BIGINT) AS n FROM s")
+    computed = engine.query("SELECT n FROM s")
+    safe = engine.query("SELECT TRY_CAST(k AS BIGINT) AS n FROM s")
+    engine.insert("s", [("1", None), ("a", None)])
+    with pytest.raises(dsms.EvaluationError) as err:
+        engine.run_until_idle()
+    message = str(err.value)
+    assert "Could not convert string 'a' to INT64" in message and "CAST(k AS BIGINT)" in message
+    assert "TRY_CAST" in message and "__input" not in message and "LINE 1" not in message
+    shown = {r["id"]: r for r in engine.execute("SHOW QUERIES").table.to_pylist()}
+    assert shown[bad.name]["status"] == "failed" and shown[computed.name]["status"] == "failed"
+    assert "__input" not in shown[computed.name]["error"] and "'a'" in shown[computed.name]["error"]
+    assert safe.snapshot().column("n").to_pylist() == [1, None]
