@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from .base import ReadRequest, SourceError
 from .dead_letter import DeadLetter
+from .file_source import FileSource
 from .files import FileSet
 from .lines import Chunk, LineReader
 from .salvage import BadInput, salvage
@@ -73,7 +74,7 @@ class LineCodec(Protocol):
         """Why a line cannot be read: (column or None, message). Error path only."""
 
 
-class LineSource:
+class LineSource(FileSource):
     """A SourceReader over JSON-lines or CSV files.
 
     Args:
@@ -87,29 +88,19 @@ class LineSource:
 
     def __init__(self, req: ReadRequest, files: FileSet, codec: LineCodec, *, watch: bool, skip: bool,
                  dead_letter: DeadLetter | None):
-        self.req = req
-        self.files = files
+        super().__init__(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
         self.codec = codec
-        self.watch = watch
-        self.skip = skip
-        self.dead_letter = dead_letter
-        self._listing = None if watch else files.list()  # a bounded source reads what was there at the start
-        self._name: str | None = None
         self._reader: LineReader | None = None
         self._started = False
         self._draining = False
         self._offset = self._line = 0
-        self._error: SourceError | None = None
-        self._skipped = 0
 
     # -- SourceReader ---------------------------------------------------------------------
 
-    def read(self) -> pa.Table | None:
-        if self._error is not None:
-            raise self._error
+    def _read(self) -> pa.Table | None:
         while True:
             if self._reader is None and not self._open_next():
-                return self.req.schema.empty_table() if self.watch else None
+                return self._no_more()
             final = not self.watch or self._draining
             if not self._started:
                 if self.codec.start_file(self._path(), self._reader, final):
@@ -143,7 +134,7 @@ class LineSource:
         return {"file": self._name, "offset": self._offset, "line": self._line}
 
     def seek(self, position: dict) -> None:
-        self._close_reader()
+        self._close_file()
         self._error = None
         self._name = position.get("file")
         self._offset, self._line = int(position.get("offset", 0)), int(position.get("line", 0))
@@ -160,19 +151,7 @@ class LineSource:
                               f"({self._offset} bytes); was it replaced?", source=self.req.name, file=path)
         self._reader, self._started, self._draining = reader, False, False
 
-    @property
-    def skipped(self) -> int:
-        return self._skipped
-
-    def close(self) -> None:
-        self._close_reader()
-        if self.dead_letter is not None:
-            self.dead_letter.close()
-
     # -- files ----------------------------------------------------------------------------
-
-    def _path(self) -> str:
-        return self.files.full(self._name)
 
     def _open_next(self) -> bool:
         name = self.files.next_after(self._name, self._listing)
@@ -189,9 +168,9 @@ class LineSource:
 
     def _finish_file(self) -> None:
         self._offset, self._line = self._reader.offset, self._reader.line
-        self._close_reader()
+        self._close_file()
 
-    def _close_reader(self) -> None:
+    def _close_file(self) -> None:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -247,19 +226,12 @@ class LineSource:
         if not self.skip:
             first = min(bad)
             column, message = bad[first]
-            self._error = SourceError(message, source=self.req.name, file=self._path(),
-                                      line=chunk.first_line + first, column=column)
-            # Hand on the rows before the bad line (so the output does not depend on
-            # where batches are cut) and stop with the position at the bad line.
-            self._reader.consume(sum(len(x) + 1 for x in lines[:first]), first)
-            good = table.slice(0, bisect.bisect_left(row_lines, first))
-            if not good.num_rows:
-                raise self._error
-            return good
-        self.dead_letter.write([
+            self._reader.consume(sum(len(x) + 1 for x in lines[:first]), first)  # the position: at the bad line
+            return self._fail_at(chunk.first_line + first, column, message,
+                                 table.slice(0, bisect.bisect_left(row_lines, first)))
+        self._dead_letter([
             {"file": self._path(), "line": chunk.first_line + i, "column": bad[i][0], "error": bad[i][1],
              "raw": _text(lines[i])} for i in sorted(bad)])
-        self._skipped += len(bad)
         self._reader.consume(chunk.size, chunk.n_lines)
         return table
 
