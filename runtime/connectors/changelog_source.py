@@ -36,6 +36,7 @@ from ..changelog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from .base import ReaderWrapper, ReadRequest
 from .convert import conform_table
 from .json_source import JsonBlocks, JsonCodec, _Pairs, _plain, _show, json_object
+from .line_source import LineCodec
 from .salvage import BadInput
 
 DELETED = "__deleted"  # the delete marker of upsert JSON lines
@@ -83,8 +84,8 @@ def debezium_request(req: ReadRequest) -> ReadRequest:
     return ReadRequest(req.name, req.options, req.path, flat_schema(req.schema), (), req.batch_rows)
 
 
-class DebeziumCodec:
-    """A line codec (see ``line_source.LineCodec``) for Debezium envelopes: one flat row per line."""
+class DebeziumCodec(LineCodec):
+    """A line codec for Debezium envelopes: one flat row per line."""
 
     def __init__(self, schema: pa.Schema, not_null: tuple[str, ...] = ()):
         self.schema = schema
@@ -92,15 +93,6 @@ class DebeziumCodec:
         self.row = JsonCodec(schema)  # the images: per-line checks
         self.blocks = JsonBlocks(schema, _envelope)
         self.out = flat_schema(schema)
-
-    def start_file(self, path, reader, final) -> bool:
-        return True
-
-    def is_blank(self, line: bytes) -> bool:
-        return not line.strip()
-
-    def decode(self, data: bytes) -> pa.Table:
-        return self.convert(self.parse(data))
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         return self.blocks.parse(data)

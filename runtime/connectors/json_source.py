@@ -33,14 +33,14 @@ import pyarrow.json as pj
 
 from ...planner.types import sql_name
 from .convert import conform_table, convert_rows
-from .lines import LineReader
+from .line_source import LineCodec
 from .salvage import BadInput
 
 _MODES = ("text", "epoch", "mixed")
 _BLOCK = 1 << 20
 
 
-class JsonCodec:
+class JsonCodec(LineCodec):
     """Parses blocks of JSON lines into the requested columns.
 
     Args:
@@ -48,24 +48,12 @@ class JsonCodec:
         not_null: columns that must not be NULL.
     """
 
+    one_row_rule = "a line must hold exactly one JSON object"
+
     def __init__(self, schema: pa.Schema, not_null: tuple[str, ...] = ()):
         self.schema = schema
         self.not_null = tuple(not_null)
         self.blocks = JsonBlocks(schema)
-
-    def start_file(self, path: str, reader: LineReader, final: bool) -> bool:
-        return True
-
-    def is_blank(self, line: bytes) -> bool:
-        return not line.strip()
-
-    def decode(self, data: bytes) -> pa.Table:
-        """Parse whole lines (each ending in a newline) into a table with ``schema``.
-
-        Raises:
-            BadInput: a line is malformed or a value does not convert.
-        """
-        return self.convert(self.parse(data))
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> a table of raw columns (timestamps as text or integers).
@@ -112,12 +100,8 @@ class JsonCodec:
                 return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}", True
         return None
 
-    def diagnose(self, line: bytes) -> tuple[str | None, str]:
-        """Why one line cannot be read: (column or None, message in user words)."""
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+    def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
+        """What is wrong with a line: not JSON, not an object, or a key's value (by the key, in schema order)."""
         try:
             value = json.loads(text, object_pairs_hook=_Pairs)
         except ValueError as e:
@@ -139,11 +123,7 @@ class JsonCodec:
                 JsonCodec(pa.schema([field])).decode(line + b"\n")
             except BadInput:
                 return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}"
-        try:
-            self.decode(line + b"\n")
-        except BadInput as e:
-            return None, f"cannot read the line: {e}"
-        return None, "a line must hold exactly one JSON object"
+        return None
 
 
 class JsonBlocks:

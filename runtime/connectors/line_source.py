@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import os
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -46,32 +45,63 @@ from .lines import Chunk, LineReader
 from .salvage import BadInput, salvage
 
 
-class LineCodec(Protocol):
-    """How one line format is parsed (see ``json_source`` and ``csv_source``)."""
+class LineCodec:
+    """How one line format is parsed; each format subclasses it (``json_source.JsonCodec``,
+    ``csv_source.CsvCodec``, ``changelog_source.DebeziumCodec``)."""
+
+    # What diagnose says of a line that parses alone but not into exactly one row.
+    one_row_rule = "a line must give exactly one row"
 
     def start_file(self, path: str, reader: LineReader, final: bool) -> bool:
         """Read what precedes the rows (the CSV header); False if it is not complete yet."""
+        return True
 
     def decode(self, data: bytes) -> pa.Table:
-        """Whole lines -> a table with the requested schema (``convert(parse(data))``); raises BadInput."""
+        """Whole lines (each ending in a newline) -> a table with the requested schema; raises BadInput."""
+        return self.convert(self.parse(data))
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> raw columns; raises BadInput (see the codecs)."""
+        raise NotImplementedError
 
     def convert(self, raw: pa.Table) -> pa.Table:
         """The value step: raw columns -> the requested schema, element-wise; raises BadInput."""
+        raise NotImplementedError
 
     def check(self, line: bytes) -> tuple[str | None, str, bool] | None:
         """A quick Python look at one line (error path): None, or (column, message, sure)."""
+        raise NotImplementedError
 
     def convert_rows(self, raw: pa.Table) -> tuple[pa.Table, dict[int, tuple[str, str]]]:
         """``convert`` leaving out the rows that fail: (good rows, {row: (column, message)}). Error path."""
+        raise NotImplementedError
 
     def is_blank(self, line: bytes) -> bool:
         """A line that gives no row."""
+        return not line.strip()
 
     def diagnose(self, line: bytes) -> tuple[str | None, str]:
-        """Why a line cannot be read: (column or None, message). Error path only."""
+        """Why a line cannot be read: (column or None, message in user words). Error path only.
+
+        The format judges the line's text (:meth:`diagnose_text`); a line it finds
+        nothing wrong with is parsed alone, and what that says is the answer.
+        """
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+        verdict = self.diagnose_text(text, line)
+        if verdict is not None:
+            return verdict
+        try:
+            self.decode(line + b"\n")
+        except BadInput as e:
+            return None, f"cannot read the line: {e}"
+        return None, self.one_row_rule
+
+    def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
+        """What is wrong with a line of valid UTF-8 (``text``), if the format can tell: (column or None, message)."""
+        return None
 
 
 class LineSource(FileSource):
