@@ -48,7 +48,7 @@ async def in_the_shell(path: str) -> tuple[float, float, float]:
         shell = asyncio.create_task(repl.run())
         await asyncio.sleep(0.2)
         keys.send_text(SINK + ";\r")
-        while "per_ad" not in engine.queries:  # typed and planned
+        while "per_ad" not in engine.queries.running:  # typed and planned
             await asyncio.sleep(0.001)
         started, worst = time.perf_counter(), 0.0
         while not engine.sink("per_ad").done:
