@@ -6,18 +6,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..duck import conform
-from .base import MAX_WATERMARK, Env, Logic
+from .base import MAX_WATERMARK, DuckStateLogic
 
 
-class JoinLogic(Logic):
-    """Creates the operator's state tables and runs its statements over a batch."""
-
-    def __init__(self, spec, env: Env):
-        self.spec = spec
-        self.duck, self.con = env.duck, env.duck.con
-        for stmt in spec.setup:
-            self.con.execute(stmt)
-        self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+class JoinLogic(DuckStateLogic):
+    """Runs the join's statements over a batch and its state tables."""
 
     def run(self, statements: tuple[str, ...], batch: pa.Table | None = None, params: list | None = None
             ) -> list[pa.Table]:
@@ -37,10 +30,6 @@ class JoinLogic(Logic):
 
     def scalar(self, statement: str) -> int | None:
         return self.con.execute(statement).fetchall()[0][0]
-
-    @property
-    def state_rows(self) -> int:
-        return self.state.rows
 
 
 def min_time(batch: pa.Table, column: str) -> int:
