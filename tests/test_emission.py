@@ -10,13 +10,12 @@ import random
 
 import pyarrow as pa
 import pytest
-from test_sessions import islands
 
 import dsms
 from dsms.runtime.changelog import apply_changes
 from dsms.runtime.clock import VirtualClock
 
-from oracle import BASE, duck, events, late_mask, rows
+from oracle import BASE, duck, events, islands, late_mask, on_time, rows
 
 DDL = """
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -107,7 +106,7 @@ def test_set_emit_changes_keeps_an_inner_window_of_a_cascade_append_only():
 
 def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
     data = events(1000, seed=5, keys=3, disorder_s=25)  # far beyond the 5 s bound
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 5 + 10)]))
+    accepted = on_time(data, 5 + 10)
     beyond = data.num_rows - accepted.num_rows
     assert 0 < beyond and sum(late_mask(data.column("ts").to_pylist(), 5)) > beyond + 20
     sql = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv
@@ -124,7 +123,7 @@ def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
 def test_the_source_option_allowed_lateness_makes_windows_correct_themselves():
     ddl = DDL.replace("connector = 'memory'", "connector = 'memory', 'allowed_lateness' = '10 s'")
     data = events(400, seed=8, keys=3, disorder_s=25)
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 15)]))
+    accepted = on_time(data, 15)
     sql = """SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
     GROUP BY window_start, window_end, k"""
     engine = dsms.Engine()
@@ -204,7 +203,7 @@ def test_sessions_emit_changes_retract_merged_sessions():
 
 def test_sessions_with_allowed_lateness():
     data = events(500, seed=19, keys=6, span_s=500, disorder_s=16)
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 15)]))
+    accepted = on_time(data, 15)
     q, changes = changelog(DDL, SESSION + " ALLOWED LATENESS INTERVAL '10' SECOND", data)
     want = duck(islands(8, select="SELECT ws, we, k, COUNT(*), SUM(v) FROM s GROUP BY ws, we, k"), ev=accepted)
     assert rows(applied(changes)) == rows(want)

@@ -10,7 +10,7 @@ import pytest
 
 import dsms
 
-from oracle import BASE, duck, events, feed, rows, run_query
+from oracle import BASE, duck, events, feed, islands, rows, run_query
 
 DDL = """
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -20,19 +20,6 @@ CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
 # About one event per key every 6 s, so an 8 s gap both splits and joins sessions,
 # and out-of-order arrival (within the 5 s bound) often bridges two of them.
 EV = events(900, seed=17, keys=6, span_s=900, disorder_s=4.5)
-
-
-def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE") -> str:
-    """Sessions per ``keys`` in plain DuckDB: an event starts a session when its gap to the last one exceeds ``gap_s``."""
-    part = f"PARTITION BY {keys}" if keys else ""
-    return f"""
-    WITH o AS (SELECT *, LAG(ts) OVER ({part} ORDER BY ts) AS prev FROM ev WHERE {where}),
-         i AS (SELECT *, SUM(CASE WHEN prev IS NULL OR ts - prev > INTERVAL '{gap_s} seconds' THEN 1 ELSE 0 END)
-                         OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS isl FROM o),
-         s AS (SELECT *, MIN(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) AS ws,
-                         MAX(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) + INTERVAL '{gap_s} seconds' AS we
-               FROM i)
-    {select}"""
 
 
 def test_session_tvf_all_aggregates_match_gaps_and_islands():
