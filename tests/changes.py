@@ -1,5 +1,5 @@
 """Test helpers for running queries over memory streams: feed the rows in random batches, collect the
-changes, apply them strictly.
+changes, apply them strictly, and move a running query to a fresh engine mid-run.
 
 A changelog applied to an empty table with ``strict=True`` fails if a
 retraction removes a row that was never emitted (or was already removed).
@@ -156,3 +156,35 @@ def _feed(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: in
             put(name, part)
         rec.step()
         i += k
+
+
+def restarted(ddl: str, sql: str, q: dsms.QueryHandle, fed: list[tuple[str, pa.Table]]):
+    """``q`` moved to a fresh engine, as a restore would: a snapshot of its state and its sources' positions,
+    restored into a new query ``sql`` over ``ddl`` whose memory logs hold the rows ``fed`` so far
+    ((stream or table, rows) in arrival order).
+
+    Returns:
+        The new engine, its query, and the snapshot it was restored from.
+    """
+    snapshot = q.job.env.state.snapshot()
+    positions = {op_id: s.reader.position for op_id, s in q.job.sources}
+    engine = dsms.Engine()
+    engine.execute(ddl)
+    q = engine.query(sql)
+    for name, part in fed:
+        engine.scheduler.memory_log(engine.catalog.get(name)).append(as_log(engine, name, part))
+    q.job.env.state.restore(snapshot)
+    for op_id, s in q.job.sources:
+        s.reader.seek(positions[op_id])
+    return engine, q, snapshot
+
+
+def as_log(engine: dsms.Engine, name: str, part: pa.Table) -> pa.Table:
+    """A slice of a stream or table as its memory log holds it (tables carry the change kind)."""
+    from dsms.runtime.convert import to_table
+    from dsms.runtime.memory import data_schema, keyed_changes
+
+    source = engine.catalog.get(name)
+    log = engine.scheduler.memory_log(source)
+    table = to_table(part, data_schema(log))
+    return keyed_changes(table, source.primary_key, 0, name) if source.kind == "table" else table

@@ -10,6 +10,7 @@ import pytest
 
 import dsms
 
+from changes import restarted
 from oracle import BASE, duck, events, feed, islands, rows, run_query
 
 DDL = """
@@ -215,8 +216,6 @@ def test_sort_order_of_packed_keys(high, step):
 def test_restore_mid_run_continues_the_sessions(ddl, key):
     # The open sessions live in the state store: a snapshot restored into a fresh engine (with the
     # source's position) continues to the uninterrupted answer, on the numpy and the general path.
-    from test_join_checkpoint import _as_log
-
     data = events(600, seed=31, keys=30, span_s=300, disorder_s=4.5, null_rate=0)
     if key == "u":
         data = pa.table({"u": pa.array([int(k[1:]) for k in data.column("k").to_pylist()], pa.int64()),
@@ -236,19 +235,9 @@ def test_restore_mid_run_continues_the_sessions(ddl, key):
             engine.run_until_idle()
             out.append(q.poll())
             if i == cut:
-                snapshot = q.job.env.state.snapshot()
+                engine, q, snapshot = restarted(ddl, sql, q, [("ev", before) for before in pieces[: i + 1]])
                 held = [data for name, (kind, data) in snapshot.items() if name.endswith("/sessions")]
                 assert held and held[0].num_rows > 10  # the open sessions are in the snapshot
-                positions = {op_id: src.reader.position for op_id, src in q.job.sources}
-                engine = dsms.Engine()
-                engine.execute(ddl)
-                q = engine.query(sql)
-                log = engine.scheduler.memory_log(engine.catalog.get("ev"))
-                for before in pieces[: i + 1]:
-                    log.append(_as_log(engine, "ev", before))
-                q.job.env.state.restore(snapshot)
-                for op_id, src in q.job.sources:
-                    src.reader.seek(positions[op_id])
         engine.end_input()
         engine.run_until_idle()
         out.append(q.poll())
