@@ -28,8 +28,19 @@ class JoinLogic(DuckStateLogic):
         # Fetch the row count a statement with parameters returns, or the connection stays busy.
         self.con.execute(statement, params).fetchall() if params else self.con.execute(statement)
 
-    def scalar(self, statement: str) -> int | None:
-        return self.con.execute(statement).fetchall()[0][0]
+    def fire(self, statements: tuple[str, ...], watermark: int) -> list[pa.Table]:
+        """Run ``statements`` with ``watermark`` as their parameter: the first one's rows are output, the
+        others delete from the state what is done with."""
+        first, *rest = statements
+        out = self.run((first,), params=[watermark])
+        for stmt in rest:
+            self.execute(stmt, [watermark])
+        return out
+
+    def earliest(self, statement: str) -> int:
+        """The smallest time ``statement`` finds in the state (MAX_WATERMARK when there is none)."""
+        value = self.con.execute(statement).fetchall()[0][0]
+        return MAX_WATERMARK if value is None else int(value)
 
 
 def min_time(batch: pa.Table, column: str) -> int:
