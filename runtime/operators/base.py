@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ...planner.physical import DuckStateOp
 from ..clock import SystemClock
 from ..duck import Duck
 from ..state import StateStore
@@ -67,7 +68,7 @@ class DuckStateLogic(Logic):
     that checkpoints hold them (see ``StateStore.duck_tables``).
     """
 
-    def __init__(self, spec, env: Env):
+    def __init__(self, spec: DuckStateOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         for stmt in spec.setup:
