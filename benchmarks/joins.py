@@ -25,13 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data")
-BASE_US = 1_700_000_000_000_000
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import BASE_US, DATA, run_child, time_duckdb, time_runtime  # noqa: E402
 
 DDL = """
 CREATE STREAM impressions (id BIGINT, ad_id BIGINT, user_id BIGINT, ts TIMESTAMP(3),
@@ -91,51 +89,16 @@ def generate(paths: dict, events: int, ads: int = 1000, rate: int = 10_000) -> N
                              "ts": pa.array(change_ts // 1000 * 1000, pa.timestamp("us"))}), paths["ads"])
 
 
-def peak_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def one_runtime(name: str, paths: dict, out: str, batch: int) -> dict:
-    import dsms
-
-    engine = dsms.Engine()
-    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
-    engine.scheduler.batch_rows = batch
-    engine.execute(DDL.format(**paths))
-    engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') AS "
-                   f"{QUERIES[name][0]}")
-    began = time.perf_counter()
-    engine.run_until_idle()
-    elapsed = time.perf_counter() - began
-    job = engine.scheduler.jobs["out"]
-    assert job.done
-    return {"seconds": elapsed, "events": job.rows_in, "rows_out": job.metrics.rows_out,
-            "late": sum(job.late.values()), "peak_mb": peak_mb()}
+    return time_runtime(DDL.format(**paths), QUERIES[name][0], out, batch)
 
 
 def one_duckdb(name: str, paths: dict, out: str) -> dict:
-    import duckdb
-
-    con = duckdb.connect()
-    sql = QUERIES[name][1].format(**paths)
-    began = time.perf_counter()
-    con.execute(f"COPY ({sql}) TO '{out}' (FORMAT json)")
-    elapsed = time.perf_counter() - began
-    events = sum(con.execute(f"SELECT COUNT(*) FROM '{paths[k]}'").fetchone()[0] for k in QUERIES[name][2])
-    rows = con.execute(f"SELECT COUNT(*) FROM read_json('{out}')").fetchone()[0]
-    return {"seconds": elapsed, "events": events, "rows_out": rows, "peak_mb": peak_mb()}
+    return time_duckdb(QUERIES[name][1].format(**paths), out, [f"'{paths[k]}'" for k in QUERIES[name][2]])
 
 
 def child(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"benchmark child {args} failed")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args)
 
 
 def main() -> None:

@@ -23,18 +23,15 @@ from prompt_toolkit.output import DummyOutput
 import dsms
 from dsms.repl import Repl
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from throughput import DATA, QUERY, generate  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import QUERY, impressions, impressions_ddl  # noqa: E402
 
-SOURCE = """CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
-  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'file', path = '{path}', format = 'parquet')"""
 SINK = "CREATE SINK per_ad WITH (connector = 'memory') AS " + QUERY.strip()
 
 
 def direct(path: str) -> float:
     engine = dsms.Engine()
-    engine.execute(SOURCE.format(path=path))
+    engine.execute(impressions_ddl(path))
     engine.execute(SINK)
     started = time.perf_counter()
     engine.run_until_idle()
@@ -45,13 +42,13 @@ def direct(path: str) -> float:
 async def in_the_shell(path: str) -> tuple[float, float, float]:
     """Seconds to finish the sink, the longest wait of a 10 ms timer meanwhile, and idle CPU per second."""
     engine = dsms.Engine()
-    engine.execute(SOURCE.format(path=path))
+    engine.execute(impressions_ddl(path))
     with create_pipe_input() as keys:
         repl = Repl(engine, input=keys, output=DummyOutput())
         shell = asyncio.create_task(repl.run())
         await asyncio.sleep(0.2)
         keys.send_text(SINK + ";\r")
-        while "per_ad" not in engine.queries:  # typed and planned
+        while "per_ad" not in engine.queries.running:  # typed and planned
             await asyncio.sleep(0.001)
         started, worst = time.perf_counter(), 0.0
         while not engine.sink("per_ad").done:
@@ -84,10 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=2_000_000)
     args = parser.parse_args()
-    os.makedirs(DATA, exist_ok=True)
-    path = os.path.join(DATA, f"impressions-{args.events}.parquet")
-    if not os.path.exists(path):
-        generate(path, args.events)
+    path = impressions(args.events)
     n = args.events
     duck = duckdb_batch(path)
     alone = direct(path)

@@ -18,15 +18,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from throughput import DATA, QUERY, generate, one_duckdb  # noqa: E402
+from common import QUERY, duckdb_tumble, impressions, impressions_ddl, run_child  # noqa: E402
 
 
 def one_runtime(path: str, out: str, state_dir: str | None) -> dict:
@@ -35,9 +33,7 @@ def one_runtime(path: str, out: str, state_dir: str | None) -> dict:
     engine = dsms.Engine(state_dir=state_dir)
     engine.execute(f"""
       SET 'checkpoint.interval' = '200 ms';
-      CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
-        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-      WITH (connector = 'file', path = '{path}', format = 'parquet');
+      {impressions_ddl(path)};
       CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') AS {QUERY};
     """)
     began = time.perf_counter()
@@ -55,9 +51,7 @@ def big_state(path: str, state_dir: str) -> dict:
     engine = dsms.Engine(state_dir=state_dir)
     engine.execute(f"""
       SET 'checkpoint.interval' = '1 h';
-      CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
-        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-      WITH (connector = 'file', path = '{path}', format = 'parquet', watch = 'true');
+      {impressions_ddl(path, options=", watch = 'true'")};
       CREATE MATERIALIZED VIEW per_user AS SELECT user_id, COUNT(*) AS n, SUM(cost) AS spend
         FROM impressions GROUP BY user_id;
     """)
@@ -98,8 +92,7 @@ def inserts(state_dir: str | None, batches: int = 1000, rows: int = 1000) -> dic
 
 
 def child(kind: str, *args) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, *args], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, [kind, *args])
 
 
 def main() -> None:
@@ -112,7 +105,7 @@ def main() -> None:
         if kind == "runtime":
             result = one_runtime(rest[0], rest[1], rest[2] if len(rest) > 2 else None)
         elif kind == "duckdb":
-            result = one_duckdb(rest[0], rest[1])
+            result = duckdb_tumble(f"read_parquet('{rest[0]}')", rest[1])
         elif kind == "big_state":
             result = big_state(rest[0], rest[1])
         else:
@@ -120,10 +113,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    os.makedirs(DATA, exist_ok=True)
-    path = os.path.join(DATA, f"impressions_{args.events}.parquet")
-    if not os.path.exists(path):
-        generate(path, args.events)
+    path = impressions(args.events)
     work = tempfile.mkdtemp()
     try:
         duck = child("duckdb", path, os.path.join(work, "duck.json"))

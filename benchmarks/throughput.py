@@ -16,84 +16,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data")
-BASE_US = 1_700_000_000_000_000  # 2023-11-14 22:13:20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-QUERY = """
-SELECT window_start, window_end, ad_id, COUNT(*) AS impressions, SUM(cost) AS spend
-FROM TABLE(TUMBLE(TABLE impressions, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-GROUP BY window_start, window_end, ad_id
-"""
-
-
-def generate(path: str, events: int, ads: int = 1000, rate: int = 10_000, disorder_s: float = 4.0) -> None:
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(7)
-    arrival_us = BASE_US + np.arange(events, dtype=np.int64) * 1_000_000 // rate
-    ts = arrival_us - rng.integers(0, int(disorder_s * 1_000_000), events)
-    table = pa.table({
-        "ad_id": rng.integers(0, ads, events),
-        "user_id": rng.integers(0, 1_000_000, events),
-        "cost": rng.random(events).round(4),
-        "ts": pa.array(ts // 1000 * 1000, pa.timestamp("us")),
-    })
-    pq.write_table(table, path, row_group_size=256 * 1024)
-
-
-def peak_mb() -> float:
-    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited across fork and exec)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# generate and QUERY are also read from here by routes.py.
+from common import (  # noqa: E402
+    BASE_US,
+    DATA,
+    QUERY,
+    duckdb_tumble,
+    generate,  # noqa: F401
+    impressions,
+    impressions_ddl,
+    peak_mb,
+    run_child,
+    time_runtime,
+)
 
 
 def one_runtime(path: str, out: str, batch: int) -> dict:
-    import dsms
-
-    engine = dsms.Engine()
-    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
-    engine.scheduler.batch_rows = batch
-    engine.execute(f"""
-      CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
-        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-      WITH (connector = 'file', path = '{path}', format = 'parquet');
-      CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') AS {QUERY};
-    """)
-    began = time.perf_counter()
-    engine.run_until_idle()
-    elapsed = time.perf_counter() - began
-    job = engine.scheduler.jobs["out"]
-    assert job.done
-    return {"seconds": elapsed, "events": job.rows_in, "rows_out": job.metrics.rows_out,
-            "late": sum(job.late.values()), "peak_mb": peak_mb()}
+    return time_runtime(impressions_ddl(path), QUERY, out, batch)
 
 
 def one_duckdb(path: str, out: str) -> dict:
-    import duckdb
-
-    con = duckdb.connect()
-    began = time.perf_counter()
-    con.execute(f"""
-      COPY (SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01') AS window_start,
-                   window_start + INTERVAL '10 seconds' AS window_end, ad_id,
-                   COUNT(*) AS impressions, SUM(cost) AS spend
-            FROM read_parquet('{path}') GROUP BY ALL ORDER BY window_start, ad_id)
-      TO '{out}' (FORMAT json)""")
-    elapsed = time.perf_counter() - began
-    events = con.execute(f"SELECT COUNT(*) FROM read_parquet('{path}')").fetchone()[0]
-    rows = con.execute(f"SELECT COUNT(*) FROM read_json('{out}')").fetchone()[0]
-    return {"seconds": elapsed, "events": events, "rows_out": rows, "peak_mb": peak_mb()}
+    return duckdb_tumble(f"read_parquet('{path}')", out)
 
 
 def one_latency(rate: int, seconds: float, ads: int = 1000) -> dict:
@@ -153,16 +101,7 @@ def one_latency(rate: int, seconds: float, ads: int = 1000) -> dict:
 
 
 def child(args: list[str]) -> dict:
-    return child_of(__file__, args)
-
-
-def child_of(script: str, args: list[str], options: list[str] = ()) -> dict:
-    """Run one measurement in a fresh process (``script --child args``); its last line is JSON."""
-    out = subprocess.run([sys.executable, script, *options, "--child", *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"benchmark child {args} failed")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args)
 
 
 def main() -> None:
@@ -181,11 +120,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    os.makedirs(DATA, exist_ok=True)
-    path = os.path.join(DATA, f"impressions_{args.events}.parquet")
-    if not os.path.exists(path):
-        print(f"generating {args.events:,} impressions -> {path}")
-        generate(path, args.events)
+    path = impressions(args.events)
     runs = {"dsms runtime": [], "duckdb batch": []}
     for _ in range(args.repeat):
         runs["dsms runtime"].append(child(["runtime", path, os.path.join(DATA, "out_runtime.jsonl"), str(args.batch)]))

@@ -21,12 +21,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from throughput import DATA, child_of, generate, peak_mb  # noqa: E402
+from common import DATA, impressions, impressions_ddl, run_child, time_duckdb, time_runtime  # noqa: E402
 
 QUERIES = {
     "tumble": """SELECT window_start, window_end, ad_id, COUNT(*) AS impressions, SUM(cost) AS spend
@@ -62,37 +60,11 @@ DUCKDB = {
 
 
 def one_runtime(kind: str, path: str, out: str, batch: int, sink: str) -> dict:
-    import dsms
-
-    engine = dsms.Engine()
-    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
-    engine.scheduler.batch_rows = batch
-    engine.execute(f"""
-      CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
-        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-      WITH (connector = 'file', path = '{path}', format = 'parquet');
-      CREATE SINK out WITH (connector = 'file', path = '{out}', format = '{sink}') AS {QUERIES[kind]};
-    """)
-    began = time.perf_counter()
-    engine.run_until_idle()
-    elapsed = time.perf_counter() - began
-    job = engine.scheduler.jobs["out"]
-    assert job.done
-    return {"seconds": elapsed, "events": job.rows_in, "rows_out": job.metrics.rows_out,
-            "late": sum(job.late.values()), "peak_mb": peak_mb()}
+    return time_runtime(impressions_ddl(path), QUERIES[kind], out, batch, fmt=sink)
 
 
 def one_duckdb(kind: str, path: str, out: str, sink: str) -> dict:
-    import duckdb
-
-    con = duckdb.connect()
-    began = time.perf_counter()
-    con.execute(f"COPY ({DUCKDB[kind].format(path=path)}) TO '{out}' (FORMAT {sink})")
-    elapsed = time.perf_counter() - began
-    events = con.execute(f"SELECT COUNT(*) FROM read_parquet('{path}')").fetchone()[0]
-    reader = "read_parquet" if sink == "parquet" else "read_json"
-    rows = con.execute(f"SELECT COUNT(*) FROM {reader}('{out}')").fetchone()[0]
-    return {"seconds": elapsed, "events": events, "rows_out": rows, "peak_mb": peak_mb()}
+    return time_duckdb(DUCKDB[kind].format(path=path), out, [f"read_parquet('{path}')"], fmt=sink)
 
 
 def main() -> None:
@@ -112,11 +84,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    os.makedirs(DATA, exist_ok=True)
-    path = os.path.join(DATA, f"impressions_{args.events}.parquet")
-    if not os.path.exists(path):
-        print(f"generating {args.events:,} impressions -> {path}")
-        generate(path, args.events)
+    path = impressions(args.events)
     ext = "parquet" if args.sink == "parquet" else "jsonl"
     best: dict[tuple[str, str], dict] = {}
     # Rounds interleave the queries, so that a busy machine slows them alike.
@@ -125,7 +93,7 @@ def main() -> None:
             for engine in ("runtime", "duckdb"):
                 out = os.path.join(DATA, f"out_{kind}_{engine}.{ext}")
                 extra = [str(args.batch)] if engine == "runtime" else []
-                r = child_of(__file__, [engine, kind, path, out, *extra], ["--sink", args.sink])
+                r = run_child(__file__, [engine, kind, path, out, *extra], ["--sink", args.sink])
                 if (kind, engine) not in best or r["seconds"] < best[kind, engine]["seconds"]:
                     best[kind, engine] = r
     for kind in QUERIES:

@@ -162,13 +162,25 @@ class Node:
         return ()
 
     def with_inputs(self, inputs: tuple["Node", ...]) -> "Node":
-        """The same node over new inputs (nodes with one ``input`` field need not override this)."""
-        if not inputs:
-            return self
-        return replace(self, input=inputs[0])
+        """The same node over new inputs (a node without inputs: itself)."""
+        return self
 
     def label(self) -> str:
         return type(self).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Node):
+    """A node over one ``input`` (the first field of every such node)."""
+
+    input: Node
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Node, ...]) -> Node:
+        return replace(self, input=inputs[0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,8 +213,7 @@ class Values(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class Filter(Node):
-    input: Node
+class Filter(Unary):
     condition: exp.Expression
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
@@ -211,19 +222,14 @@ class Filter(Node):
     def __post_init__(self):
         _derive(self, schema=self.input.schema, changelog=self.input.changelog, watermark=self.input.watermark)
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
     def label(self) -> str:
         return f"Filter({show(self.condition)})"
 
 
 @dataclass(frozen=True, eq=False)
-class Project(Node):
+class Project(Unary):
     """Compute named expressions. A bare column keeps its time-attribute status."""
 
-    input: Node
     exprs: tuple[tuple[str, exp.Expression], ...]
     types: tuple[pa.DataType, ...]
     schema: Schema = field(init=False)
@@ -242,10 +248,6 @@ class Project(Node):
         _derive(self, schema=schema, changelog=self.input.changelog,
                 watermark=self.input.watermark if schema.rowtime else None)
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
     def is_identity(self) -> bool:
         return [n for n, _ in self.exprs] == self.input.schema.names and all(
             isinstance(e, exp.Column) and e.name == n for n, e in self.exprs)
@@ -262,14 +264,13 @@ def window_fields(proctime: bool = False) -> tuple[Field, ...]:
 
 
 @dataclass(frozen=True, eq=False)
-class WindowTVF(Node):
+class WindowTVF(Unary):
     """Assign each row to its windows, adding window_start, window_end, window_time.
 
     The input's time column becomes a plain timestamp; window_time is the
     new event-time attribute (as in Flink).
     """
 
-    input: Node
     window: WindowSpec
     proctime: bool = False  # windows on a processing-time attribute
     schema: Schema = field(init=False)
@@ -281,22 +282,17 @@ class WindowTVF(Node):
         _derive(self, schema=Schema(fields + window_fields(self.proctime)), changelog=self.input.changelog,
                 watermark=self.input.watermark)
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
     def label(self) -> str:
         return f"WindowTVF({self.window.describe()})"
 
 
 @dataclass(frozen=True, eq=False)
-class WindowAggregate(Node):
+class WindowAggregate(Unary):
     """Aggregate rows per window and key; emit each window when the watermark passes its end.
 
     Output: window_start, window_end, window_time, the keys, the aggregates.
     """
 
-    input: Node
     window: WindowSpec
     keys: tuple[str, ...]
     aggs: tuple[AggCall, ...]
@@ -306,15 +302,9 @@ class WindowAggregate(Node):
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
-        key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
-        agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
         proctime = self.input.schema.find(self.window.time_col).proctime
-        _derive(self, schema=Schema(window_fields(proctime) + key_fields + agg_fields),
+        _derive(self, schema=Schema(window_fields(proctime) + _group_fields(self.input, self.keys, self.aggs)),
                 changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
-
-    @property
-    def inputs(self):
-        return (self.input,)
 
     def label(self) -> str:
         keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
@@ -322,11 +312,15 @@ class WindowAggregate(Node):
         return f"WindowAggregate({self.window.describe()}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
 
 
+def _group_fields(input: Node, keys: tuple[str, ...], aggs: tuple[AggCall, ...]) -> tuple[Field, ...]:
+    """An aggregate's key columns (no longer time attributes), then its aggregates."""
+    return tuple(input.schema.find(k).plain() for k in keys) + tuple(Field(a.name, a.type) for a in aggs)
+
+
 @dataclass(frozen=True, eq=False)
-class Aggregate(Node):
+class Aggregate(Unary):
     """A group aggregate with no window: an updating result, one row per key."""
 
-    input: Node
     keys: tuple[str, ...]
     aggs: tuple[AggCall, ...]
     schema: Schema = field(init=False)
@@ -334,15 +328,10 @@ class Aggregate(Node):
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
-        key_fields = tuple(self.input.schema.find(k).plain() for k in self.keys)
-        agg_fields = tuple(Field(a.name, a.type) for a in self.aggs)
         # Distinct keys of an append-only input only ever appear: nothing is retracted.
         changelog = APPEND if not self.aggs and self.input.changelog == APPEND else UPDATING
-        _derive(self, schema=Schema(key_fields + agg_fields), changelog=changelog, watermark=None)
-
-    @property
-    def inputs(self):
-        return (self.input,)
+        _derive(self, schema=Schema(_group_fields(self.input, self.keys, self.aggs)), changelog=changelog,
+                watermark=None)
 
     def label(self) -> str:
         keys = f"keys=[{', '.join(self.keys)}], " if self.keys else ""

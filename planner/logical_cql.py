@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .logical import APPEND, UPDATING, Node, _derive
+from .logical import APPEND, UPDATING, Unary, _derive
 from .timeutil import format_duration
 from .types import Schema
 
 
 @dataclass(frozen=True, eq=False)
-class SnapshotDiff(Node):
+class SnapshotDiff(Unary):
     """A relation given as its rows at instants (a ``[RANGE size SLIDE slide]`` window), turned into changes.
 
     The input holds each instant's rows tagged with the instant (column
@@ -24,7 +24,6 @@ class SnapshotDiff(Node):
     Rows compare as multisets (bag semantics, as in CQL).
     """
 
-    input: Node
     instant: str
     slide_us: int
     kind: str
@@ -36,20 +35,15 @@ class SnapshotDiff(Node):
         fields = tuple(f.plain() for f in self.input.schema if f.name != self.instant)
         _derive(self, schema=Schema(fields), changelog=UPDATING if self.kind == "relation" else APPEND)
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
     def label(self) -> str:
         what = {"relation": "Relation", "insert": "IStream", "delete": "DStream"}[self.kind]
         return f"{what}(instants every {format_duration(self.slide_us)})"
 
 
 @dataclass(frozen=True, eq=False)
-class StreamOf(Node):
+class StreamOf(Unary):
     """ISTREAM / DSTREAM of an updating relation: its inserted (+I, +U) or deleted (-U, -D) rows, as a stream."""
 
-    input: Node
     kind: str  # 'insert' | 'delete'
     schema: Schema = field(init=False)
     changelog: str = field(init=False, default=APPEND)
@@ -57,10 +51,6 @@ class StreamOf(Node):
 
     def __post_init__(self):
         _derive(self, schema=Schema(tuple(f.plain() for f in self.input.schema)))
-
-    @property
-    def inputs(self):
-        return (self.input,)
 
     def label(self) -> str:
         return f"{'IStream' if self.kind == 'insert' else 'DStream'}(changes)"

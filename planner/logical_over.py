@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .logical import APPEND, AggCall, Node, _derive
+from .logical import APPEND, AggCall, Unary, _derive
 from .timeutil import format_duration
 from .types import Field, Schema
 
@@ -30,14 +30,13 @@ class OverFrame:
 
 
 @dataclass(frozen=True, eq=False)
-class OverAggregate(Node):
+class OverAggregate(Unary):
     """Each input row with aggregates over the rows before it in its partition, in time order.
 
     Output: every input column, then the aggregates. Append-only; a row is
     emitted once the watermark passes its time, in time order.
     """
 
-    input: Node
     partition_by: tuple[str, ...]
     order_by: str  # a time attribute of the input
     frame: OverFrame
@@ -49,10 +48,6 @@ class OverAggregate(Node):
     def __post_init__(self):
         fields = tuple(self.input.schema) + tuple(Field(a.name, a.type) for a in self.aggs)
         _derive(self, schema=Schema(fields), watermark=self.input.watermark)
-
-    @property
-    def inputs(self):
-        return (self.input,)
 
     def label(self) -> str:
         part = f"partition by {', '.join(self.partition_by)}, " if self.partition_by else ""

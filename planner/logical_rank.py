@@ -8,7 +8,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Span
-from .logical import APPEND, UPDATING, Filter, Node, Project, WindowAggregate, WindowTVF, _derive
+from .logical import APPEND, UPDATING, Filter, Node, Project, Unary, WindowAggregate, WindowTVF, _derive
 from .types import Field, Schema
 
 
@@ -53,14 +53,13 @@ def _window_names(node: Node, partition_by: tuple[str, ...]):
 
 
 @dataclass(frozen=True, eq=False)
-class Rank(Node):
+class Rank(Unary):
     """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)`` before a filter on it makes it a Top-N.
 
     Only a step of binding: the enclosing query must bound the row number
     (``WHERE rn <= N`` or ``rn = 1``), which turns it into a :class:`TopN`.
     """
 
-    input: Node
     partition_by: tuple[str, ...]
     order_by: tuple[tuple[str, bool], ...]  # (column, descending)
     rank_name: str
@@ -73,16 +72,12 @@ class Rank(Node):
         _derive(self, schema=Schema(tuple(self.input.schema) + (Field(self.rank_name, pa.int64(), False),)),
                 changelog=UPDATING, watermark=None)
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
     def label(self) -> str:
         return f"Rank(partition by {', '.join(self.partition_by)}, order by {describe_order(self.order_by)})"
 
 
 @dataclass(frozen=True, eq=False)
-class TopN(Node):
+class TopN(Unary):
     """The first ``limit`` rows of each partition in an order; the row number is column ``rank_name``.
 
     ``kind`` (derived):
@@ -96,7 +91,6 @@ class TopN(Node):
     - ``global``: anything else; updating (rows enter and leave the top).
     """
 
-    input: Node
     partition_by: tuple[str, ...]
     order_by: tuple[tuple[str, bool], ...]
     limit: int
@@ -122,10 +116,6 @@ class TopN(Node):
         watermark = (window.watermark if kind == "window" else self.input.watermark) if keeps_time else None
         _derive(self, kind=kind, schema=Schema(fields), changelog=APPEND if keeps_time else UPDATING,
                 watermark=watermark)
-
-    @property
-    def inputs(self):
-        return (self.input,)
 
     def label(self) -> str:
         what = {"window": "WindowTopN", "first": "Deduplicate(first)", "last": "Deduplicate(last)",

@@ -91,17 +91,26 @@ class WindowAggOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class GroupAggOp(OpSpec):
+class DuckStateOp(OpSpec):
+    """An operator whose state is tables in the job's DuckDB connection (runtime: ``DuckStateLogic``).
+
+    ``setup`` creates the tables; ``state_tables`` names them, for checkpoints.
+    """
+
+    setup: tuple[str, ...] = ()
+    state_tables: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupAggOp(DuckStateOp):
     """A group aggregate without a window: an updating result, state in DuckDB tables.
 
     See planner/sqlgen_group.py for the statements.
     """
 
     keys: tuple[str, ...] = ()
-    setup: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
-    state_tables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

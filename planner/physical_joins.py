@@ -10,26 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .physical import OpSpec
+from .physical import DuckStateOp
 
 
 @dataclass(frozen=True)
-class ChangelogNormalizeOp(OpSpec):
+class ChangelogNormalizeOp(DuckStateOp):
     """Turn a table's changes by key (upserts, deletes) into a valid changelog; keeps each key's row."""
 
     keys: tuple[str, ...] = ()
-    setup: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
-    state_tables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class JoinOp(OpSpec):
-    """What every join operator has: its kind, its state tables and how to create them."""
+class JoinOp(DuckStateOp):
+    """What every join operator has: its kind, and its state tables (``DuckStateOp``)."""
 
     kind: str = "inner"  # inner | left | right | full
-    setup: tuple[str, ...] = ()
-    state_tables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

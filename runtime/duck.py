@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import duckdb
 import pyarrow as pa
 
@@ -19,12 +21,13 @@ class Duck:
 
     def run(self, sql: str, table: pa.Table) -> pa.Table:
         """Run ``sql`` with ``table`` visible as the relation ``__input``."""
-        self.con.register(BATCH, table)
-        try:
+        return self.sql(sql, **{BATCH: table})
+
+    def sql(self, sql: str, **tables: pa.Table) -> pa.Table:
+        """Run ``sql`` with each of ``tables`` visible as a relation of its name; its rows."""
+        with registered(self.con, **tables):
             self.calls += 1
             return self.con.sql(sql).to_arrow_table()
-        finally:
-            self.con.unregister(BATCH)
 
     def execute_all(self, statements, table: pa.Table | None = None, params: list | None = None) -> None:
         """Run ``statements`` in order, with ``table`` visible as ``__input``."""
@@ -39,9 +42,7 @@ class Duck:
         """
         if not statements:
             return None
-        if table is not None:
-            self.con.register(BATCH, table)
-        try:
+        with registered(self.con, **({} if table is None else {BATCH: table})):
             body = statements[:-1] if result else statements
             for stmt in body:
                 # Fetch what a statement with parameters returns, or the connection stays busy.
@@ -51,9 +52,6 @@ class Duck:
                 return None
             last = statements[-1]
             return (self.con.sql(last, params=params) if params else self.con.sql(last)).to_arrow_table()
-        finally:
-            if table is not None:
-                self.con.unregister(BATCH)
 
     def query(self, sql: str) -> pa.Table:
         self.calls += 1
@@ -61,6 +59,18 @@ class Duck:
 
     def close(self) -> None:
         self.con.close()
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table):
+    """Within the block, each of ``tables`` is visible to ``con`` as a relation of its name (not copied)."""
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        yield con
+    finally:
+        for name in tables:
+            con.unregister(name)
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -21,6 +21,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .duck import registered
+
 _KEY = "__state_key"
 
 
@@ -135,10 +137,9 @@ class DuckTables:
 
     def restore(self, tables: dict[str, pa.Table]) -> None:
         for name, table in tables.items():
-            self.duck.con.register("__restore", table)
-            self.duck.con.execute(f"DELETE FROM {name}")
-            self.duck.con.execute(f"INSERT INTO {name} SELECT * FROM __restore")
-            self.duck.con.unregister("__restore")
+            with registered(self.duck.con, __restore=table):
+                self.duck.con.execute(f"DELETE FROM {name}")
+                self.duck.con.execute(f"INSERT INTO {name} SELECT * FROM __restore")
 
 
 class StateStore:

@@ -1,4 +1,5 @@
-"""Test helpers for updating results: collect a query's changes, apply them strictly.
+"""Test helpers for running queries over memory streams: feed the rows in random batches, collect the
+changes, apply them strictly, and move a running query to a fresh engine mid-run.
 
 A changelog applied to an empty table with ``strict=True`` fails if a
 retraction removes a row that was never emitted (or was already removed).
@@ -30,6 +31,35 @@ def final_table(changes: list[pa.Table]) -> pa.Table:
     return apply_changes(None, internal, strict=True)
 
 
+def ops(changes: list[pa.Table]) -> set[str]:
+    """The kinds of change (``+I``, ``-U``, ``+U``, ``-D``) among ``changes``."""
+    return {o for c in changes for o in c.column("op").to_pylist()}
+
+
+def changelog(ddl: str, sql: str, data: pa.Table, *, stream: str = "ev", max_batch: int = 25, seed: int = 3,
+              engine=None):
+    """Run ``sql``, feeding ``data`` into ``stream`` in small random batches, then end the input.
+
+    Returns:
+        The query's handle, and its non-empty change batches (one poll after each batch, one at the end).
+    """
+    engine = engine or dsms.Engine()
+    engine.execute(ddl)
+    q = engine.query(sql)
+    rng = random.Random(seed)
+    changes, i = [], 0
+    while i < data.num_rows:
+        n = rng.randint(1, max_batch)
+        engine.insert(stream, data.slice(i, n))
+        engine.run_until_idle()
+        changes.append(q.poll())
+        i += n
+    engine.end_input()
+    engine.run_until_idle()
+    changes.append(q.poll())
+    return q, [c for c in changes if c.num_rows]
+
+
 class Recorder:
     """Runs queries on one engine and keeps every change batch each produced, in order."""
 
@@ -53,7 +83,7 @@ class Recorder:
         return final_table(self.changes[name])
 
     def ops(self, name: str) -> set[str]:
-        return {o for c in self.changes[name] for o in c.column("op").to_pylist()}
+        return ops(self.changes[name])
 
     def end(self) -> None:
         self.engine.end_input()
@@ -90,15 +120,7 @@ def interleave(tables: dict[str, pa.Table], seed: int) -> list[tuple[str, pa.Tab
 
 def feed_interleaved(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
     """Insert the streams' rows in an interleaved arrival order, stepping after random-sized groups."""
-    order = interleave(tables, seed)
-    rng = random.Random(seed + 1)
-    i = 0
-    while i < len(order):
-        k = rng.randint(1, max_batch)
-        for name, part in order[i:i + k]:
-            rec.engine.insert(name, part)
-        rec.step()
-        i += k
+    _feed(rec, tables, seed, max_batch, rec.engine.insert)
 
 
 def apply_piece(engine, name: str, piece: pa.Table) -> None:
@@ -108,23 +130,61 @@ def apply_piece(engine, name: str, piece: pa.Table) -> None:
     if "op" not in piece.column_names:
         engine.insert(name, piece.select(data_cols))
         return
-    ops = piece.column("op").to_pylist()
+    kinds = piece.column("op").to_pylist()
     start = 0
-    for i in range(1, len(ops) + 1):
-        if i == len(ops) or ops[i] != ops[start]:
+    for i in range(1, len(kinds) + 1):
+        if i == len(kinds) or kinds[i] != kinds[start]:
             part = piece.slice(start, i - start).select(data_cols)
-            (engine.delete if ops[start] == "d" else engine.insert)(name, part)
+            (engine.delete if kinds[start] == "d" else engine.insert)(name, part)
             start = i
 
 
 def feed_mixed(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int) -> None:
     """Streams and change logs of tables, interleaved, stepping after random-sized groups."""
+    _feed(rec, tables, seed, max_batch, lambda name, part: apply_piece(rec.engine, name, part))
+
+
+def _feed(rec: "Recorder", tables: dict[str, pa.Table], seed: int, max_batch: int, put) -> None:
+    """``put(name, rows)`` the rows of ``tables`` in an interleaved arrival order, stepping after random-sized
+    groups of them."""
     order = interleave(tables, seed)
     rng = random.Random(seed + 1)
     i = 0
     while i < len(order):
         k = rng.randint(1, max_batch)
         for name, part in order[i:i + k]:
-            apply_piece(rec.engine, name, part)
+            put(name, part)
         rec.step()
         i += k
+
+
+def restarted(ddl: str, sql: str, q: dsms.QueryHandle, fed: list[tuple[str, pa.Table]]):
+    """``q`` moved to a fresh engine, as a restore would: a snapshot of its state and its sources' positions,
+    restored into a new query ``sql`` over ``ddl`` whose memory logs hold the rows ``fed`` so far
+    ((stream or table, rows) in arrival order).
+
+    Returns:
+        The new engine, its query, and the snapshot it was restored from.
+    """
+    snapshot = q.job.env.state.snapshot()
+    positions = {op_id: s.reader.position for op_id, s in q.job.sources}
+    engine = dsms.Engine()
+    engine.execute(ddl)
+    q = engine.query(sql)
+    for name, part in fed:
+        engine.scheduler.memory_log(engine.catalog.get(name)).append(as_log(engine, name, part))
+    q.job.env.state.restore(snapshot)
+    for op_id, s in q.job.sources:
+        s.reader.seek(positions[op_id])
+    return engine, q, snapshot
+
+
+def as_log(engine: dsms.Engine, name: str, part: pa.Table) -> pa.Table:
+    """A slice of a stream or table as its memory log holds it (tables carry the change kind)."""
+    from dsms.runtime.convert import to_table
+    from dsms.runtime.memory import data_schema, keyed_changes
+
+    source = engine.catalog.get(name)
+    log = engine.scheduler.memory_log(source)
+    table = to_table(part, data_schema(log))
+    return keyed_changes(table, source.primary_key, 0, name) if source.kind == "table" else table

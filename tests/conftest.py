@@ -5,6 +5,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+GOLDENS = os.path.join(os.path.dirname(__file__), "goldens")
+
 
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true", help="rewrite golden files from current output")
@@ -13,6 +15,24 @@ def pytest_addoption(parser):
 @pytest.fixture
 def update_goldens(request):
     return request.config.getoption("--update-goldens")
+
+
+@pytest.fixture
+def golden(update_goldens):
+    """``golden(name, text)``: ``text`` must equal the file tests/goldens/<name>.
+
+    With ``--update-goldens``, or when the file does not exist yet, ``text`` is written to it first.
+    """
+
+    def check(name: str, text: str) -> None:
+        path = os.path.join(GOLDENS, name)
+        if update_goldens or not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(text)
+        with open(path) as f:
+            assert text == f.read()
+
+    return check
 
 
 @pytest.fixture(scope="session")

@@ -54,6 +54,11 @@ def late_mask(ts: list[dt.datetime], bound_s: float) -> list[bool]:
     return out
 
 
+def on_time(table: pa.Table, bound_s: float) -> pa.Table:
+    """The rows of ``table`` (in arrival order) that are not late under a watermark ``bound_s`` behind."""
+    return table.filter(pa.array([not x for x in late_mask(table.column("ts").to_pylist(), bound_s)]))
+
+
 def feed(engine: dsms.Engine, stream: str, table: pa.Table, *, seed: int = 1, max_batch: int = 40) -> None:
     """Insert ``table`` in arrival order in many small random-sized batches, processing after each."""
     rng = random.Random(seed)
@@ -83,6 +88,19 @@ def duck(sql: str, **tables: pa.Table) -> pa.Table:
     for name, t in tables.items():
         con.register(name, t)
     return con.sql(sql).to_arrow_table()
+
+
+def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE") -> str:
+    """Sessions per ``keys`` in plain DuckDB: an event starts a session when its gap to the last one exceeds ``gap_s``."""
+    part = f"PARTITION BY {keys}" if keys else ""
+    return f"""
+    WITH o AS (SELECT *, LAG(ts) OVER ({part} ORDER BY ts) AS prev FROM ev WHERE {where}),
+         i AS (SELECT *, SUM(CASE WHEN prev IS NULL OR ts - prev > INTERVAL '{gap_s} seconds' THEN 1 ELSE 0 END)
+                         OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS isl FROM o),
+         s AS (SELECT *, MIN(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) AS ws,
+                         MAX(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) + INTERVAL '{gap_s} seconds' AS we
+               FROM i)
+    {select}"""
 
 
 def rows(table: pa.Table, columns: list[str] | None = None) -> list[tuple]:

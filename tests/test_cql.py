@@ -10,10 +10,10 @@ import datetime as dt
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_emission import applied, changelog
 
 import dsms
 
+from changes import changelog, final_table
 from oracle import duck, events, feed, rows, run_query
 
 DDL = """
@@ -76,7 +76,7 @@ def test_rows_windows_are_the_latest_rows_per_partition():
     q, changes = changelog(DDL, "SELECT k, v, ts FROM ev [PARTITION BY k ROWS 3]", EV)
     want = duck("""SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC,
                    k ASC NULLS FIRST, v ASC NULLS FIRST, price ASC NULLS FIRST) AS rn FROM ev) WHERE rn <= 3""", ev=EV)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     got = run_query(DDL, "ISTREAM(SELECT k, v FROM ev [ROWS 10] WHERE v > 50)", {"ev": EV})
     assert rows(got) == rows(duck("SELECT k, v FROM ev WHERE v > 50", ev=EV))
 
@@ -86,7 +86,7 @@ def test_aggregates_over_a_rows_window():
     q, changes = changelog(DDL, sql, EV)
     want = duck("""SELECT k, SUM(v), COUNT(*) FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC,
                    seq DESC) AS rn FROM ev) WHERE rn <= 4 GROUP BY k""", ev=ORACLE_EV)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     # ISTREAM: each arrival's new value for its key (the window of its last 4 rows, the WHERE picking what counts).
     got = run_query(DDL, "ISTREAM(SELECT k, SUM(v) AS s FROM ev [PARTITION BY k ROWS 4] WHERE price > 5 GROUP BY k)",
                     {"ev": EV})

@@ -6,54 +6,19 @@ batch answer over the events the query accepted; corrections are checked
 against hand-computed rows."""
 
 import datetime as dt
-import random
 
-import pyarrow as pa
 import pytest
-from test_sessions import islands
 
 import dsms
-from dsms.runtime.changelog import apply_changes
 from dsms.runtime.clock import VirtualClock
 
-from oracle import BASE, duck, events, late_mask, rows
+from changes import changelog, final_table, ops
+from oracle import BASE, duck, events, islands, late_mask, on_time, rows
 
 DDL = """
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory');
 """
-OPS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
-
-
-def changelog(ddl: str, sql: str, data: pa.Table, *, max_batch: int = 25, seed: int = 3, engine=None):
-    """Feed ``data`` in small random batches; the query's changes after each batch, and the handle."""
-    engine = engine or dsms.Engine()
-    engine.execute(ddl)
-    q = engine.query(sql)
-    rng = random.Random(seed)
-    changes, i = [], 0
-    while i < data.num_rows:
-        n = rng.randint(1, max_batch)
-        engine.insert("ev", data.slice(i, n))
-        engine.run_until_idle()
-        changes.append(q.poll())
-        i += n
-    engine.end_input()
-    engine.run_until_idle()
-    changes.append(q.poll())
-    return q, [c for c in changes if c.num_rows]
-
-
-def applied(changes: list[pa.Table]) -> pa.Table:
-    """The changelog applied to an empty table; fails on a retraction of a row that is not there."""
-    internal = [c.drop_columns(["op"]).append_column("__op", pa.array([OPS[o] for o in c.column("op").to_pylist()],
-                                                                      pa.int8())) for c in changes]
-    return apply_changes(None, internal, strict=True)
-
-
-def ops(changes) -> set[str]:
-    return {o for c in changes for o in c.column("op").to_pylist()}
-
 
 EV = events(1200, seed=31, keys=4)
 HOP = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv, MAX(price) AS hi
@@ -69,7 +34,7 @@ FROM ev JOIN w ON ev.ts >= w.ws AND ev.ts < w.ws + INTERVAL '30 seconds' GROUP B
 def test_emit_changes_is_an_updating_result_that_ends_at_the_batch_answer():
     q, changes = changelog(DDL, HOP + " EMIT CHANGES", EV)
     assert q.changelog == "updating"
-    assert rows(applied(changes)) == rows(duck(HOP_ORACLE, ev=EV))
+    assert rows(final_table(changes)) == rows(duck(HOP_ORACLE, ev=EV))
     assert ops(changes) == {"+I", "-U", "+U"}
 
 
@@ -88,7 +53,7 @@ def test_set_emit_changes_applies_to_window_aggregates_without_a_clause():
     engine.execute("SET 'emit' = 'changes'")
     q, changes = changelog(DDL, HOP, EV.slice(0, 500), engine=engine)
     assert q.changelog == "updating"
-    assert rows(applied(changes)) == rows(duck(HOP_ORACLE, ev=EV.slice(0, 500)))
+    assert rows(final_table(changes)) == rows(duck(HOP_ORACLE, ev=EV.slice(0, 500)))
     # An explicit EMIT FINAL wins over the setting.
     assert engine.plan(HOP + " EMIT FINAL").changelog == "append-only"
 
@@ -107,7 +72,7 @@ def test_set_emit_changes_keeps_an_inner_window_of_a_cascade_append_only():
 
 def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
     data = events(1000, seed=5, keys=3, disorder_s=25)  # far beyond the 5 s bound
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 5 + 10)]))
+    accepted = on_time(data, 5 + 10)
     beyond = data.num_rows - accepted.num_rows
     assert 0 < beyond and sum(late_mask(data.column("ts").to_pylist(), 5)) > beyond + 20
     sql = """SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv
@@ -116,7 +81,7 @@ def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
     q, changes = changelog(DDL, sql, data)
     want = duck("""SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01') AS ws,
         ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM ev GROUP BY ALL""", ev=accepted)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert {"-U", "+U"} <= ops(changes)  # corrections happened
     assert q.job.late == {"ev": beyond}  # only events beyond the lateness were dropped
 
@@ -124,7 +89,7 @@ def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
 def test_the_source_option_allowed_lateness_makes_windows_correct_themselves():
     ddl = DDL.replace("connector = 'memory'", "connector = 'memory', 'allowed_lateness' = '10 s'")
     data = events(400, seed=8, keys=3, disorder_s=25)
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 15)]))
+    accepted = on_time(data, 15)
     sql = """SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
     GROUP BY window_start, window_end, k"""
     engine = dsms.Engine()
@@ -133,7 +98,7 @@ def test_the_source_option_allowed_lateness_makes_windows_correct_themselves():
     q, changes = changelog(ddl, sql, data)
     want = duck("""SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01'), k, COUNT(*)
                    FROM ev GROUP BY ALL""", ev=accepted)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
 
 
 def at(seconds, k="a", v=1):
@@ -198,16 +163,16 @@ SESSION_EV = events(200, seed=3, keys=12, span_s=200, disorder_s=4.5)
 def test_sessions_emit_changes_retract_merged_sessions():
     q, changes = changelog(DDL, SESSION + " EMIT CHANGES", SESSION_EV, max_batch=3)
     want = duck(islands(8, select="SELECT ws, we, k, COUNT(*), SUM(v) FROM s GROUP BY ws, we, k"), ev=SESSION_EV)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert "-D" in ops(changes) and "-U" in ops(changes)  # sessions were extended and merged away
 
 
 def test_sessions_with_allowed_lateness():
     data = events(500, seed=19, keys=6, span_s=500, disorder_s=16)
-    accepted = data.filter(pa.array([not x for x in late_mask(data.column("ts").to_pylist(), 15)]))
+    accepted = on_time(data, 15)
     q, changes = changelog(DDL, SESSION + " ALLOWED LATENESS INTERVAL '10' SECOND", data)
     want = duck(islands(8, select="SELECT ws, we, k, COUNT(*), SUM(v) FROM s GROUP BY ws, we, k"), ev=accepted)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert {"-U", "+U"} <= ops(changes) or "-D" in ops(changes)
 
 

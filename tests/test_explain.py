@@ -5,14 +5,9 @@ kept in tests/goldens/explain/<case>.txt; run `pytest --update-goldens`
 to rewrite them, then read the diff.
 """
 
-import os
-
 import pytest
 
 import dsms
-
-HERE = os.path.dirname(__file__)
-GOLDENS = os.path.join(HERE, "goldens", "explain")
 
 DDL = """
 CREATE STREAM imp (ad_id BIGINT, cost DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
@@ -58,16 +53,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_explain_golden(case, update_goldens):
+def test_explain_golden(case, golden):
     engine = dsms.Engine()
     engine.execute(DDL)
-    text = engine.execute("EXPLAIN " + CASES[case]).message + "\n"
-    path = os.path.join(GOLDENS, f"{case}.txt")
-    if update_goldens or not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(text)
-    with open(path) as f:
-        assert text == f.read()
+    golden(f"explain/{case}.txt", engine.execute("EXPLAIN " + CASES[case]).message + "\n")
 
 
 def test_explain_shows_mode_and_watermark_for_every_operator():

@@ -3,13 +3,9 @@
 Kept with the other goldens in tests/goldens/explain/ (join_<case>.txt); `pytest --update-goldens`
 rewrites them."""
 
-import os
-
 import pytest
 
 import dsms
-
-GOLDENS = os.path.join(os.path.dirname(__file__), "goldens", "explain")
 
 DDL = """
 CREATE STREAM imp (id BIGINT, ad_id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
@@ -36,13 +32,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_explain_join_golden(case, update_goldens):
+def test_explain_join_golden(case, golden):
     engine = dsms.Engine()
     engine.execute(DDL)
-    text = engine.execute("EXPLAIN " + CASES[case]).message + "\n"
-    path = os.path.join(GOLDENS, f"join_{case}.txt")
-    if update_goldens or not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(text)
-    with open(path) as f:
-        assert text == f.read()
+    golden(f"explain/join_{case}.txt", engine.execute("EXPLAIN " + CASES[case]).message + "\n")

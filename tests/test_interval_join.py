@@ -14,7 +14,7 @@ import pytest
 import dsms
 
 from changes import Recorder, feed_interleaved
-from oracle import duck, events, late_mask, rows
+from oracle import duck, events, on_time, rows
 
 DDL = """
 CREATE STREAM a (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -25,10 +25,6 @@ CREATE STREAM b (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
 
 A = events(450, seed=11, keys=6, span_s=160, disorder_s=4)
 B = events(400, seed=12, keys=6, span_s=160, disorder_s=3)
-
-
-def on_time(table: pa.Table, bound_s: float) -> pa.Table:
-    return table.filter(pa.array([not x for x in late_mask(table.column("ts").to_pylist(), bound_s)]))
 
 
 A_OK, B_OK = on_time(A, 3), on_time(B, 2)

@@ -5,9 +5,8 @@ import pyarrow as pa
 import pytest
 
 import dsms
-from dsms.runtime.changelog import apply_changes
 
-from changes import as_internal, interleave
+from changes import final_table, interleave, restarted
 from oracle import events, rows
 
 DDL = """
@@ -46,32 +45,11 @@ def run(sql: str, order, cut: int | None):
         engine.run_until_idle()
         changes.append(q.poll())
         if i == cut:
-            snapshot = q.job.env.state.snapshot()
-            positions = {op_id: s.reader.position for op_id, s in q.job.sources}
-            engine = dsms.Engine()
-            engine.execute(DDL)
-            q = engine.query(sql)
-            for name2, part2 in (p for g in order[: i + 1] for p in g):  # the new engine's logs hold the same rows
-                engine.scheduler.memory_log(engine.catalog.get(name2)).append(
-                    _as_log(engine, name2, part2))
-            q.job.env.state.restore(snapshot)
-            for op_id, s in q.job.sources:
-                s.reader.seek(positions[op_id])
+            engine, q, _ = restarted(DDL, sql, q, [p for g in order[: i + 1] for p in g])
     engine.end_input()
     engine.run_until_idle()
     changes.append(q.poll())
     return changes
-
-
-def _as_log(engine, name, part):
-    """A slice of a stream or table as its memory log holds it (tables carry the change kind)."""
-    from dsms.runtime.convert import to_table
-    from dsms.runtime.memory import data_schema, keyed_changes
-
-    source = engine.catalog.get(name)
-    log = engine.scheduler.memory_log(source)
-    table = to_table(part, data_schema(log))
-    return keyed_changes(table, source.primary_key, 0, name) if source.kind == "table" else table
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -80,12 +58,8 @@ def test_restore_mid_run_changes_nothing(name):
     order = [pieces[i:i + 5] for i in range(0, len(pieces), 5)]
     whole = run(QUERIES[name], order, cut=None)
     resumed = run(QUERIES[name], order, cut=len(order) // 2)
-
-    def final(changes):
-        return apply_changes(None, [as_internal(c) for c in changes if c.num_rows], strict=True)
-
-    assert rows(final(resumed)) == rows(final(whole))
-    assert final(whole).num_rows > 50
+    assert rows(final_table(resumed)) == rows(final_table(whole))
+    assert final_table(whole).num_rows > 50
     assert sum(c.num_rows for c in resumed) == sum(c.num_rows for c in whole)
 
 

@@ -10,7 +10,8 @@ import pytest
 
 import dsms
 
-from oracle import BASE, duck, events, feed, rows, run_query
+from changes import restarted
+from oracle import BASE, duck, events, feed, islands, rows, run_query
 
 DDL = """
 CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -20,19 +21,6 @@ CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
 # About one event per key every 6 s, so an 8 s gap both splits and joins sessions,
 # and out-of-order arrival (within the 5 s bound) often bridges two of them.
 EV = events(900, seed=17, keys=6, span_s=900, disorder_s=4.5)
-
-
-def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE") -> str:
-    """Sessions per ``keys`` in plain DuckDB: an event starts a session when its gap to the last one exceeds ``gap_s``."""
-    part = f"PARTITION BY {keys}" if keys else ""
-    return f"""
-    WITH o AS (SELECT *, LAG(ts) OVER ({part} ORDER BY ts) AS prev FROM ev WHERE {where}),
-         i AS (SELECT *, SUM(CASE WHEN prev IS NULL OR ts - prev > INTERVAL '{gap_s} seconds' THEN 1 ELSE 0 END)
-                         OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS isl FROM o),
-         s AS (SELECT *, MIN(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) AS ws,
-                         MAX(ts) OVER (PARTITION BY {keys + ', ' if keys else ''}isl) + INTERVAL '{gap_s} seconds' AS we
-               FROM i)
-    {select}"""
 
 
 def test_session_tvf_all_aggregates_match_gaps_and_islands():
@@ -228,8 +216,6 @@ def test_sort_order_of_packed_keys(high, step):
 def test_restore_mid_run_continues_the_sessions(ddl, key):
     # The open sessions live in the state store: a snapshot restored into a fresh engine (with the
     # source's position) continues to the uninterrupted answer, on the numpy and the general path.
-    from test_join_checkpoint import _as_log
-
     data = events(600, seed=31, keys=30, span_s=300, disorder_s=4.5, null_rate=0)
     if key == "u":
         data = pa.table({"u": pa.array([int(k[1:]) for k in data.column("k").to_pylist()], pa.int64()),
@@ -249,19 +235,9 @@ def test_restore_mid_run_continues_the_sessions(ddl, key):
             engine.run_until_idle()
             out.append(q.poll())
             if i == cut:
-                snapshot = q.job.env.state.snapshot()
+                engine, q, snapshot = restarted(ddl, sql, q, [("ev", before) for before in pieces[: i + 1]])
                 held = [data for name, (kind, data) in snapshot.items() if name.endswith("/sessions")]
                 assert held and held[0].num_rows > 10  # the open sessions are in the snapshot
-                positions = {op_id: src.reader.position for op_id, src in q.job.sources}
-                engine = dsms.Engine()
-                engine.execute(ddl)
-                q = engine.query(sql)
-                log = engine.scheduler.memory_log(engine.catalog.get("ev"))
-                for before in pieces[: i + 1]:
-                    log.append(_as_log(engine, "ev", before))
-                q.job.env.state.restore(snapshot)
-                for op_id, src in q.job.sources:
-                    src.reader.seek(positions[op_id])
         engine.end_input()
         engine.run_until_idle()
         out.append(q.poll())

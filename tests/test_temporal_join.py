@@ -14,7 +14,7 @@ import pytest
 import dsms
 
 from changes import Recorder, feed_mixed
-from oracle import duck, late_mask, rows
+from oracle import duck, on_time, rows
 
 DDL = """
 CREATE STREAM orders (id BIGINT, cur VARCHAR, amount BIGINT, ts TIMESTAMP(3),
@@ -49,10 +49,6 @@ def orders(n: int, seed: int) -> pa.Table:
 
 
 RATES, ORDERS = rate_changes(260, seed=1), orders(330, seed=2)
-
-
-def on_time(t: pa.Table, bound_s: float) -> pa.Table:
-    return t.filter(pa.array([not x for x in late_mask(t.column("ts").to_pylist(), bound_s)]))
 
 
 def oracle(kind: str, extra: str = "") -> pa.Table:

@@ -10,10 +10,10 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_emission import applied, changelog, ops
 
 import dsms
 
+from changes import changelog, final_table, ops
 from oracle import BASE, duck, events, rows, run_query
 
 DDL = """
@@ -100,7 +100,7 @@ def test_global_top_k_words_is_updating():
     assert q.changelog == "updating"
     want = duck("""SELECT word, cnt, rn FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY cnt DESC, word) AS rn FROM (
         SELECT word, COUNT(*) AS cnt FROM words GROUP BY word)) WHERE rn <= 5""", words=words)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert {"-U", "+U"} <= ops(changes)
 
 
@@ -111,13 +111,13 @@ def test_global_top_n_per_key_over_a_stream():
     q, changes = changelog(DDL, sql, data, max_batch=20)
     want = duck("""SELECT k, v, ts, rn FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY
         v DESC NULLS LAST, price ASC NULLS FIRST, ts ASC NULLS FIRST) AS rn FROM ev) WHERE rn <= 3""", ev=data)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     # Without the row number the result changes only when a row enters or leaves the top.
     sql = "SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM ev) WHERE rn <= 3"
     q, changes = changelog(DDL, sql, data, max_batch=20)
     want = duck("""SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC NULLS LAST,
         price ASC NULLS FIRST, ts ASC NULLS FIRST) AS rn FROM ev) WHERE rn <= 3""", ev=data)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert ops(changes) == {"+I", "-D"}
 
 
@@ -141,7 +141,7 @@ def test_deduplicate_keep_last_is_updating():
     assert q.changelog == "updating"
     want = duck("""SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC)
                    AS rn FROM ev) WHERE rn = 1""", ev=ORACLE_EV)
-    assert rows(applied(changes)) == rows(want)
+    assert rows(final_table(changes)) == rows(want)
     assert {"+I", "-U", "+U"} == ops(changes)
 
 

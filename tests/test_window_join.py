@@ -3,13 +3,12 @@
 Streams arrive interleaved and out of order; the oracle assigns windows with DuckDB's
 time_bucket (or a generated series for HOP) and joins per window and key."""
 
-import pyarrow as pa
 import pytest
 
 import dsms
 
 from changes import Recorder, feed_interleaved
-from oracle import duck, events, late_mask, rows
+from oracle import duck, events, on_time, rows
 
 DDL = """
 CREATE STREAM a (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -19,8 +18,7 @@ CREATE STREAM b (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
 """
 A = events(500, seed=41, keys=7, span_s=200, disorder_s=4)
 B = events(400, seed=42, keys=7, span_s=200, disorder_s=3)
-A_OK = A.filter(pa.array([not x for x in late_mask(A.column("ts").to_pylist(), 3)]))
-B_OK = B.filter(pa.array([not x for x in late_mask(B.column("ts").to_pylist(), 2)]))
+A_OK, B_OK = on_time(A, 3), on_time(B, 2)
 
 
 @pytest.mark.parametrize("kind", ["INNER", "LEFT", "RIGHT", "FULL OUTER"])

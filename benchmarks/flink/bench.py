@@ -1,7 +1,7 @@
 """The throughput benchmark's query on Flink SQL streaming, the dsms runtime and DuckDB batch.
 
 The data is exactly what benchmarks/throughput.py reads: 5,000,000
-generated ad impressions (``generate()``; 1,000 ads, 10,000 events per
+generated ad impressions (``common.generate()``; 1,000 ads, 10,000 events per
 second of event time, up to 4 s out of order, so no event is late). PyFlink
 ships no Parquet format, so the impressions are also written as CSV and as
 JSON lines (timestamps 'YYYY-MM-DD HH:MM:SS.fff'), and every engine is
@@ -39,22 +39,26 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = os.path.dirname(HERE)
-DATA = os.path.join(BENCHMARKS, "data")
 RESULTS = os.path.join(BENCHMARKS, "results")
 sys.path.insert(0, BENCHMARKS)
 
 import flinkenv  # noqa: E402
-import throughput  # noqa: E402
+from common import (  # noqa: E402
+    COLUMNS,
+    DATA,
+    QUERY,
+    WATERMARK,
+    duckdb_tumble,
+    impressions,
+    impressions_ddl,
+    run_child,
+    time_runtime,
+)
 
-COLUMNS = "ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3)"
-WATERMARK = "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"
-QUERY = throughput.QUERY.strip()
 OUT_COLUMNS = "window_start TIMESTAMP(3), window_end TIMESTAMP(3), ad_id BIGINT, impressions BIGINT, spend DOUBLE"
 TARGET = 10.0  # the runtime's stated target: ten times Flink SQL streaming on this query
 
@@ -65,13 +69,9 @@ def prepare(events: int) -> dict[str, str]:
     """The Parquet file of throughput.py and its CSV (with and without header) and JSON-lines copies."""
     import duckdb
 
-    os.makedirs(DATA, exist_ok=True)
     stem = os.path.join(DATA, f"impressions_{events}")
-    paths = {"parquet": stem + ".parquet", "csv": stem + ".csv", "csv-noheader": stem + ".noheader.csv",
+    paths = {"parquet": impressions(events), "csv": stem + ".csv", "csv-noheader": stem + ".noheader.csv",
              "json": stem + ".jsonl", "tiny-csv": stem + ".tiny.csv", "tiny-json": stem + ".tiny.jsonl"}
-    if not os.path.exists(paths["parquet"]):
-        print(f"generating {events:,} impressions -> {paths['parquet']}", file=sys.stderr)
-        throughput.generate(paths["parquet"], events)
     if all(os.path.exists(p) for p in paths.values()):
         return paths
     print("writing the impressions as CSV and JSON lines", file=sys.stderr)
@@ -102,51 +102,18 @@ def _duck_columns() -> str:
 # -- dsms and DuckDB, each in a fresh process ------------------------------------------
 
 def one_dsms(path: str, fmt: str, out: str, batch: int) -> dict:
-    import dsms
-
-    engine = dsms.Engine()
-    engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
-    engine.scheduler.batch_rows = batch
-    engine.execute(f"""
-      CREATE STREAM impressions ({COLUMNS}, {WATERMARK})
-      WITH (connector = 'file', path = '{path}', format = '{fmt}');
-      CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') AS {QUERY};
-    """)
-    began = time.perf_counter()
-    engine.run_until_idle()
-    elapsed = time.perf_counter() - began
-    job = engine.scheduler.jobs["out"]
-    assert job.done
-    return {"seconds": elapsed, "events": job.rows_in, "rows_out": job.metrics.rows_out,
-            "late": sum(job.late.values()), "peak_mb": throughput.peak_mb()}
+    return time_runtime(impressions_ddl(path, fmt), QUERY, out, batch)
 
 
 def one_duckdb(path: str, fmt: str, out: str) -> dict:
-    import duckdb
-
     reader = {"parquet": f"read_parquet('{path}')",
               "csv": f"read_csv('{path}', header = true, columns = {_duck_columns()})",
               "json": f"read_json('{path}', columns = {_duck_columns()})"}[fmt]
-    con = duckdb.connect()
-    began = time.perf_counter()
-    con.execute(f"""
-      COPY (SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01') AS window_start,
-                   window_start + INTERVAL '10 seconds' AS window_end, ad_id,
-                   COUNT(*) AS impressions, SUM(cost) AS spend
-            FROM {reader} GROUP BY ALL ORDER BY window_start, ad_id)
-      TO '{out}' (FORMAT json)""")
-    elapsed = time.perf_counter() - began
-    events = con.execute(f"SELECT COUNT(*) FROM {reader}").fetchone()[0]
-    rows = con.execute(f"SELECT COUNT(*) FROM read_json('{out}')").fetchone()[0]
-    return {"seconds": elapsed, "events": events, "rows_out": rows, "peak_mb": throughput.peak_mb()}
+    return duckdb_tumble(reader, out)
 
 
 def child(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"benchmark child {args} failed")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args)
 
 
 # -- Flink ------------------------------------------------------------------------------
@@ -170,7 +137,7 @@ def flink_spec(paths: dict, formats: list[str], repeat: int, parallelism: int) -
         ddl.append(f"CREATE TABLE {sink} ({OUT_COLUMNS}) "
                    f"WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'json')")
         jobs.append({"name": f"{fmt}/{run}", "out": out,
-                     "sql": f"INSERT INTO {sink} " + QUERY.replace("TABLE impressions", f"TABLE {source}")})
+                     "sql": f"INSERT INTO {sink} " + QUERY.strip().replace("TABLE impressions", f"TABLE {source}")})
     return {"parallelism": parallelism, "ddl": ddl, "jobs": jobs}
 
 

@@ -30,13 +30,13 @@ import json
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from ...planner.physical import OP
 from ..changelog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from .base import ReaderWrapper, ReadRequest
 from .convert import conform_table
-from .json_source import _BLOCK, _MODES, JsonCodec, _Pairs, _plain, _show
+from .json_source import JsonBlocks, JsonCodec, _Pairs, _plain, _show, json_object
+from .line_source import LineCodec
 from .salvage import BadInput
 
 DELETED = "__deleted"  # the delete marker of upsert JSON lines
@@ -84,52 +84,18 @@ def debezium_request(req: ReadRequest) -> ReadRequest:
     return ReadRequest(req.name, req.options, req.path, flat_schema(req.schema), (), req.batch_rows)
 
 
-class DebeziumCodec:
-    """A line codec (see ``line_source.LineCodec``) for Debezium envelopes: one flat row per line."""
+class DebeziumCodec(LineCodec):
+    """A line codec for Debezium envelopes: one flat row per line."""
 
     def __init__(self, schema: pa.Schema, not_null: tuple[str, ...] = ()):
         self.schema = schema
         self.not_null = tuple(not_null)
-        self.row = JsonCodec(schema)  # the images: read types, timestamp modes, per-line checks
+        self.row = JsonCodec(schema)  # the images: per-line checks
+        self.blocks = JsonBlocks(schema, _envelope)
         self.out = flat_schema(schema)
-        self.mode = "text"
-
-    def start_file(self, path, reader, final) -> bool:
-        return True
-
-    def is_blank(self, line: bytes) -> bool:
-        return not line.strip()
-
-    def decode(self, data: bytes) -> pa.Table:
-        return self.convert(self.parse(data))
-
-    def _envelope(self, mode: str) -> pa.Schema:
-        image = pa.struct(list(self.row._read_schemas[mode]))
-        return pa.schema([("op", pa.string()), ("before", image), ("after", image)])
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
-        if not data or data.isspace():
-            return self._envelope(self.mode).empty_table()
-        modes = [self.mode] + [m for m in _MODES if m != self.mode] if self.row._timestamps else ["text"]
-        for mode in modes:
-            try:
-                raw = self._parse(data, mode)
-            except (pa.ArrowInvalid, UnicodeError) as e:
-                if mode == modes[-1] or "changed from" not in str(e):
-                    raise BadInput(str(e)) from None
-                continue
-            self.mode = mode
-            return raw
-        raise AssertionError("unreachable")
-
-    def _parse(self, data: bytes, mode: str) -> pa.Table:
-        if mode == "mixed":
-            data = self.row._quote_ints.sub(rb'\1"\2"', data)
-        parse = pj.ParseOptions(explicit_schema=self._envelope(mode), unexpected_field_behavior="ignore",
-                                newlines_in_values=False)
-        size = max(_BLOCK, len(data) + 1)  # one block: a long line must not straddle two
-        return pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(block_size=size),
-                            parse_options=parse)
+        return self.blocks.parse(data)
 
     def convert(self, raw: pa.Table) -> pa.Table:
         ops = raw.column("op")
@@ -170,11 +136,8 @@ class DebeziumCodec:
     def check(self, line: bytes) -> tuple[str | None, str, bool] | None:
         if not line.strip():
             return None
-        try:
-            value = json.loads(line.decode("utf-8"), object_pairs_hook=_Pairs)
-        except (ValueError, UnicodeDecodeError):
-            return None, "", False
-        if not isinstance(value, _Pairs):
+        value = json_object(line)
+        if value is None:
             return None, "", False
         obj = dict(value)
         op = obj.get("op")
@@ -208,6 +171,11 @@ class DebeziumCodec:
                 message.startswith("the line is not"):
             return column, message
         return None, "cannot read the envelope"
+
+
+def _envelope(image: pa.Schema) -> pa.Schema:
+    """A Debezium line around the columns of a row: its op, the row before and the row after."""
+    return pa.schema([("op", pa.string()), ("before", pa.struct(list(image))), ("after", pa.struct(list(image)))])
 
 
 def _op_codes(ops: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -24,13 +24,14 @@ import pyarrow.csv as pcsv
 from ...planner.types import sql_name
 from .base import SourceError
 from .convert import conform_table, convert_rows
+from .line_source import LineCodec
 from .lines import LineReader
 from .salvage import BadInput
 
 _BLOCK = 1 << 22
 
 
-class CsvCodec:
+class CsvCodec(LineCodec):
     """Parses blocks of CSV lines into the requested columns.
 
     Args:
@@ -39,6 +40,8 @@ class CsvCodec:
         not_null: columns that must not be NULL.
         delimiter: the field separator.
     """
+
+    one_row_rule = "a record must be exactly one line"
 
     def __init__(self, source: str, schema: pa.Schema, not_null: tuple[str, ...] = (), delimiter: str = ","):
         self.source = source
@@ -70,14 +73,6 @@ class CsvCodec:
 
     def is_blank(self, line: bytes) -> bool:
         return line in (b"", b"\r")
-
-    def decode(self, data: bytes) -> pa.Table:
-        """Parse whole CSV lines (no header) into a table with ``schema``.
-
-        Raises:
-            BadInput: a record has the wrong number of fields or a value does not convert.
-        """
-        return self.convert(self.parse(data))
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> a table of text columns.
@@ -133,12 +128,8 @@ class CsvCodec:
         """Nothing to look at in Python: pyarrow reports bad records itself (see :meth:`parse`)."""
         return None
 
-    def diagnose(self, line: bytes) -> tuple[str | None, str]:
-        """Why one line cannot be read: (column or None, message in user words)."""
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+    def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
+        """What is wrong with a line: not CSV, the wrong number of fields, or a field's value (in schema order)."""
         try:
             fields = next(csv.reader([text.rstrip("\r")], delimiter=self.delimiter, strict=True), [])
         except csv.Error as e:
@@ -156,11 +147,7 @@ class CsvCodec:
             except BadInput:
                 shown = value if len(value) <= 60 else value[:57] + "..."
                 return field.name, f"cannot convert '{shown}' to {sql_name(field.type)}"
-        try:
-            self.decode(line + b"\n")
-        except BadInput as e:
-            return None, f"cannot read the line: {e}"
-        return None, "a record must be exactly one line"
+        return None
 
     def _set_header(self, line: bytes, path: str) -> None:
         try:

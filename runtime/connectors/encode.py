@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..changelog import OP
+from ..duck import registered
 
 BATCH = "__sink_batch"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%g"  # %g: milliseconds, zero-padded
@@ -123,11 +124,8 @@ class Renderer:
         self.con = duckdb.connect()
 
     def run(self, sql: str, table: pa.Table) -> pa.Table:
-        self.con.register(BATCH, table)
-        try:
+        with registered(self.con, **{BATCH: table}):
             return self.con.sql(sql).to_arrow_table()
-        finally:
-            self.con.unregister(BATCH)
 
     def close(self) -> None:
         self.con.close()

@@ -26,20 +26,21 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.json as pj
 
 from ...planner.types import sql_name
 from .convert import conform_table, convert_rows
-from .lines import LineReader
+from .line_source import LineCodec
 from .salvage import BadInput
 
 _MODES = ("text", "epoch", "mixed")
 _BLOCK = 1 << 20
 
 
-class JsonCodec:
+class JsonCodec(LineCodec):
     """Parses blocks of JSON lines into the requested columns.
 
     Args:
@@ -47,29 +48,12 @@ class JsonCodec:
         not_null: columns that must not be NULL.
     """
 
+    one_row_rule = "a line must hold exactly one JSON object"
+
     def __init__(self, schema: pa.Schema, not_null: tuple[str, ...] = ()):
         self.schema = schema
         self.not_null = tuple(not_null)
-        self._timestamps = [f.name for f in schema if pa.types.is_timestamp(f.type)]
-        self.mode = "text"
-        self._read_schemas = {mode: self._read_schema(mode) for mode in _MODES}
-        if self._timestamps:
-            keys = b"|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1].encode()) for n in self._timestamps)
-            self._quote_ints = re.compile(rb'("(?:' + keys + rb')"\s*:\s*)(-?[0-9]+)(?=\s*[,}])')
-
-    def start_file(self, path: str, reader: LineReader, final: bool) -> bool:
-        return True
-
-    def is_blank(self, line: bytes) -> bool:
-        return not line.strip()
-
-    def decode(self, data: bytes) -> pa.Table:
-        """Parse whole lines (each ending in a newline) into a table with ``schema``.
-
-        Raises:
-            BadInput: a line is malformed or a value does not convert.
-        """
-        return self.convert(self.parse(data))
+        self.blocks = JsonBlocks(schema)
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> a table of raw columns (timestamps as text or integers).
@@ -77,20 +61,7 @@ class JsonCodec:
         Raises:
             BadInput: a line is malformed, or a value has the wrong JSON type.
         """
-        if not data or data.isspace():
-            return self._read_schemas[self.mode].empty_table()
-        modes = [self.mode] + [m for m in _MODES if m != self.mode] if self._timestamps else ["text"]
-        for mode in modes:
-            try:
-                raw = self._parse(data, mode)
-            except (pa.ArrowInvalid, UnicodeError) as e:
-                # Only a type clash can be cured by another timestamp mode.
-                if mode == modes[-1] or not self._clash(str(e)):
-                    raise BadInput(str(e)) from None
-                continue
-            self.mode = mode
-            return raw
-        raise AssertionError("unreachable")
+        return self.blocks.parse(data)
 
     def convert(self, raw: pa.Table) -> pa.Table:
         """The value step: raw columns -> the declared types (element-wise; raises BadInput)."""
@@ -113,11 +84,8 @@ class JsonCodec:
         """
         if not line.strip():
             return None
-        try:
-            value = json.loads(line.decode("utf-8"), object_pairs_hook=_Pairs)
-        except (ValueError, UnicodeDecodeError):
-            return None, "", False
-        if not isinstance(value, _Pairs):
+        value = json_object(line)
+        if value is None:
             return None, "", False
         keys = [k for k, _ in value]
         obj = dict(value)
@@ -132,17 +100,8 @@ class JsonCodec:
                 return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}", True
         return None
 
-    def _clash(self, message: str) -> bool:
-        """Whether pyarrow failed because a timestamp column held another JSON type."""
-        return "changed from" in message and any(
-            f"Column(/{n.replace('~', '~0').replace('/', '~1')})" in message for n in self._timestamps)
-
-    def diagnose(self, line: bytes) -> tuple[str | None, str]:
-        """Why one line cannot be read: (column or None, message in user words)."""
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+    def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
+        """What is wrong with a line: not JSON, not an object, or a key's value (by the key, in schema order)."""
         try:
             value = json.loads(text, object_pairs_hook=_Pairs)
         except ValueError as e:
@@ -164,28 +123,59 @@ class JsonCodec:
                 JsonCodec(pa.schema([field])).decode(line + b"\n")
             except BadInput:
                 return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}"
-        try:
-            self.decode(line + b"\n")
-        except BadInput as e:
-            return None, f"cannot read the line: {e}"
-        return None, "a line must hold exactly one JSON object"
+        return None
 
-    def _read_schema(self, mode: str) -> pa.Schema:
-        """The types to ask ``pyarrow.json`` for (conversion to the declared types follows)."""
-        fields = []
-        for f in self.schema:
-            t = f.type
-            if pa.types.is_timestamp(t):
-                t = pa.int64() if mode == "epoch" else pa.string()
-            elif pa.types.is_date(t) or pa.types.is_binary(t):
-                t = pa.string()  # pyarrow.json has no date parser; binary is base64 text
-            fields.append(pa.field(f.name, t))
-        return pa.schema(fields)
+
+class JsonBlocks:
+    """Blocks of JSON lines through ``pyarrow.json``, the timestamp columns read in the mode that last worked.
+
+    Args:
+        schema: the declared columns, which each line holds (or each image of an envelope).
+        envelope: the shape of a line around those columns (default: a line is those columns).
+    """
+
+    def __init__(self, schema: pa.Schema, envelope: Callable[[pa.Schema], pa.Schema] = lambda columns: columns):
+        self.timestamps = [f.name for f in schema if pa.types.is_timestamp(f.type)]
+        self.mode = "text"
+        self.schemas = {mode: envelope(_read_schema(schema, mode)) for mode in _MODES}
+        if self.timestamps:
+            keys = b"|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1].encode()) for n in self.timestamps)
+            self._quote_ints = re.compile(rb'("(?:' + keys + rb')"\s*:\s*)(-?[0-9]+)(?=\s*[,}])')
+
+    def parse(self, data: bytes) -> pa.Table:
+        """Whole lines -> a table of raw columns (timestamps as text or integers).
+
+        Raises:
+            BadInput: a line is malformed, or a value has the wrong JSON type.
+        """
+        if not data or data.isspace():
+            return self.schemas[self.mode].empty_table()
+        modes = [self.mode] + [m for m in _MODES if m != self.mode] if self.timestamps else ["text"]
+        for mode in modes:
+            try:
+                raw = self._parse(data, mode)
+            except (pa.ArrowInvalid, UnicodeError) as e:
+                # Only a type clash can be cured by another timestamp mode.
+                if mode == modes[-1] or not self._clash(str(e)):
+                    raise BadInput(str(e)) from None
+                continue
+            self.mode = mode
+            return raw
+        raise AssertionError("unreachable")
+
+    def _clash(self, message: str) -> bool:
+        """Whether pyarrow failed because a timestamp column held another JSON type.
+
+        The message names the column by its JSON pointer (``Column(/ts)``, in an envelope
+        ``Column(/after/ts)``): its last part is the timestamp's key.
+        """
+        return "changed from" in message and any(
+            f"/{n.replace('~', '~0').replace('/', '~1')})" in message for n in self.timestamps)
 
     def _parse(self, data: bytes, mode: str) -> pa.Table:
         if mode == "mixed":
             data = self._quote_ints.sub(rb'\1"\2"', data)
-        parse = pj.ParseOptions(explicit_schema=self._read_schemas[mode], unexpected_field_behavior="ignore",
+        parse = pj.ParseOptions(explicit_schema=self.schemas[mode], unexpected_field_behavior="ignore",
                                 newlines_in_values=False)
         try:
             return pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(block_size=_BLOCK),
@@ -196,6 +186,28 @@ class JsonCodec:
             # A line longer than a block: parse the chunk as a single block.
             return pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
                                 parse_options=parse)
+
+
+def _read_schema(schema: pa.Schema, mode: str) -> pa.Schema:
+    """The types to ask ``pyarrow.json`` for (conversion to the declared types follows)."""
+    fields = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_timestamp(t):
+            t = pa.int64() if mode == "epoch" else pa.string()
+        elif pa.types.is_date(t) or pa.types.is_binary(t):
+            t = pa.string()  # pyarrow.json has no date parser; binary is base64 text
+        fields.append(pa.field(f.name, t))
+    return pa.schema(fields)
+
+
+def json_object(line: bytes) -> _Pairs | None:
+    """The line's JSON object as its (key, value) pairs; None if the line is not valid JSON or not an object."""
+    try:
+        value = json.loads(line.decode("utf-8"), object_pairs_hook=_Pairs)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, _Pairs) else None
 
 
 def _json_kind_fits(value, dtype: pa.DataType) -> bool:

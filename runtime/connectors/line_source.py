@@ -33,47 +33,78 @@ from __future__ import annotations
 
 import bisect
 import os
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from .base import ReadRequest, SourceError
 from .dead_letter import DeadLetter
+from .file_source import FileSource
 from .files import FileSet
 from .lines import Chunk, LineReader
 from .salvage import BadInput, salvage
 
 
-class LineCodec(Protocol):
-    """How one line format is parsed (see ``json_source`` and ``csv_source``)."""
+class LineCodec:
+    """How one line format is parsed; each format subclasses it (``json_source.JsonCodec``,
+    ``csv_source.CsvCodec``, ``changelog_source.DebeziumCodec``)."""
+
+    # What diagnose says of a line that parses alone but not into exactly one row.
+    one_row_rule = "a line must give exactly one row"
 
     def start_file(self, path: str, reader: LineReader, final: bool) -> bool:
         """Read what precedes the rows (the CSV header); False if it is not complete yet."""
+        return True
 
     def decode(self, data: bytes) -> pa.Table:
-        """Whole lines -> a table with the requested schema (``convert(parse(data))``); raises BadInput."""
+        """Whole lines (each ending in a newline) -> a table with the requested schema; raises BadInput."""
+        return self.convert(self.parse(data))
 
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> raw columns; raises BadInput (see the codecs)."""
+        raise NotImplementedError
 
     def convert(self, raw: pa.Table) -> pa.Table:
         """The value step: raw columns -> the requested schema, element-wise; raises BadInput."""
+        raise NotImplementedError
 
     def check(self, line: bytes) -> tuple[str | None, str, bool] | None:
         """A quick Python look at one line (error path): None, or (column, message, sure)."""
+        raise NotImplementedError
 
     def convert_rows(self, raw: pa.Table) -> tuple[pa.Table, dict[int, tuple[str, str]]]:
         """``convert`` leaving out the rows that fail: (good rows, {row: (column, message)}). Error path."""
+        raise NotImplementedError
 
     def is_blank(self, line: bytes) -> bool:
         """A line that gives no row."""
+        return not line.strip()
 
     def diagnose(self, line: bytes) -> tuple[str | None, str]:
-        """Why a line cannot be read: (column or None, message). Error path only."""
+        """Why a line cannot be read: (column or None, message in user words). Error path only.
+
+        The format judges the line's text (:meth:`diagnose_text`); a line it finds
+        nothing wrong with is parsed alone, and what that says is the answer.
+        """
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return None, f"the line is not valid UTF-8 (byte {e.start + 1})"
+        verdict = self.diagnose_text(text, line)
+        if verdict is not None:
+            return verdict
+        try:
+            self.decode(line + b"\n")
+        except BadInput as e:
+            return None, f"cannot read the line: {e}"
+        return None, self.one_row_rule
+
+    def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
+        """What is wrong with a line of valid UTF-8 (``text``), if the format can tell: (column or None, message)."""
+        return None
 
 
-class LineSource:
+class LineSource(FileSource):
     """A SourceReader over JSON-lines or CSV files.
 
     Args:
@@ -87,29 +118,19 @@ class LineSource:
 
     def __init__(self, req: ReadRequest, files: FileSet, codec: LineCodec, *, watch: bool, skip: bool,
                  dead_letter: DeadLetter | None):
-        self.req = req
-        self.files = files
+        super().__init__(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
         self.codec = codec
-        self.watch = watch
-        self.skip = skip
-        self.dead_letter = dead_letter
-        self._listing = None if watch else files.list()  # a bounded source reads what was there at the start
-        self._name: str | None = None
         self._reader: LineReader | None = None
         self._started = False
         self._draining = False
         self._offset = self._line = 0
-        self._error: SourceError | None = None
-        self._skipped = 0
 
     # -- SourceReader ---------------------------------------------------------------------
 
-    def read(self) -> pa.Table | None:
-        if self._error is not None:
-            raise self._error
+    def _read(self) -> pa.Table | None:
         while True:
             if self._reader is None and not self._open_next():
-                return self.req.schema.empty_table() if self.watch else None
+                return self._no_more()
             final = not self.watch or self._draining
             if not self._started:
                 if self.codec.start_file(self._path(), self._reader, final):
@@ -143,7 +164,7 @@ class LineSource:
         return {"file": self._name, "offset": self._offset, "line": self._line}
 
     def seek(self, position: dict) -> None:
-        self._close_reader()
+        self._close_file()
         self._error = None
         self._name = position.get("file")
         self._offset, self._line = int(position.get("offset", 0)), int(position.get("line", 0))
@@ -160,19 +181,7 @@ class LineSource:
                               f"({self._offset} bytes); was it replaced?", source=self.req.name, file=path)
         self._reader, self._started, self._draining = reader, False, False
 
-    @property
-    def skipped(self) -> int:
-        return self._skipped
-
-    def close(self) -> None:
-        self._close_reader()
-        if self.dead_letter is not None:
-            self.dead_letter.close()
-
     # -- files ----------------------------------------------------------------------------
-
-    def _path(self) -> str:
-        return self.files.full(self._name)
 
     def _open_next(self) -> bool:
         name = self.files.next_after(self._name, self._listing)
@@ -189,9 +198,9 @@ class LineSource:
 
     def _finish_file(self) -> None:
         self._offset, self._line = self._reader.offset, self._reader.line
-        self._close_reader()
+        self._close_file()
 
-    def _close_reader(self) -> None:
+    def _close_file(self) -> None:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -247,19 +256,12 @@ class LineSource:
         if not self.skip:
             first = min(bad)
             column, message = bad[first]
-            self._error = SourceError(message, source=self.req.name, file=self._path(),
-                                      line=chunk.first_line + first, column=column)
-            # Hand on the rows before the bad line (so the output does not depend on
-            # where batches are cut) and stop with the position at the bad line.
-            self._reader.consume(sum(len(x) + 1 for x in lines[:first]), first)
-            good = table.slice(0, bisect.bisect_left(row_lines, first))
-            if not good.num_rows:
-                raise self._error
-            return good
-        self.dead_letter.write([
+            self._reader.consume(sum(len(x) + 1 for x in lines[:first]), first)  # the position: at the bad line
+            return self._fail_at(chunk.first_line + first, column, message,
+                                 table.slice(0, bisect.bisect_left(row_lines, first)))
+        self._dead_letter([
             {"file": self._path(), "line": chunk.first_line + i, "column": bad[i][0], "error": bad[i][1],
              "raw": _text(lines[i])} for i in sorted(bad)])
-        self._skipped += len(bad)
         self._reader.consume(chunk.size, chunk.n_lines)
         return table
 

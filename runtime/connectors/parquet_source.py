@@ -28,11 +28,12 @@ import pyarrow.parquet as pq
 from .base import ReadRequest, SourceError
 from .convert import conform_table, convert_rows
 from .dead_letter import DeadLetter
+from .file_source import FileSource
 from .files import FileSet
 from .salvage import BadInput
 
 
-class ParquetSource:
+class ParquetSource(FileSource):
     """A SourceReader over Parquet files.
 
     Args:
@@ -45,25 +46,15 @@ class ParquetSource:
 
     def __init__(self, req: ReadRequest, files: FileSet, *, watch: bool, skip: bool,
                  dead_letter: DeadLetter | None):
-        self.req = req
-        self.files = files
-        self.watch = watch
-        self.skip = skip
-        self.dead_letter = dead_letter
-        self._listing = None if watch else files.list()
-        self._name: str | None = None
+        super().__init__(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
         self._row = 0
         self._batches = None
         self._resume = False  # after seek: reopen ``_name`` at ``_row``
-        self._error: SourceError | None = None
-        self._skipped = 0
 
-    def read(self) -> pa.Table | None:
-        if self._error is not None:
-            raise self._error
+    def _read(self) -> pa.Table | None:
         while True:
             if self._batches is None and not self._open_next():
-                return self.req.schema.empty_table() if self.watch else None
+                return self._no_more()
             try:
                 batch = next(self._batches)
             except StopIteration:
@@ -82,17 +73,8 @@ class ParquetSource:
         self._name, self._row = position.get("file"), int(position.get("row", 0))
         self._resume = self._name is not None
 
-    @property
-    def skipped(self) -> int:
-        return self._skipped
-
-    def close(self) -> None:
+    def _close_file(self) -> None:
         self._batches = None
-        if self.dead_letter is not None:
-            self.dead_letter.close()
-
-    def _path(self, name: str | None = None) -> str:
-        return self.files.full(name or self._name)
 
     def _open_next(self) -> bool:
         """Open the file to read next; False if there is none (yet)."""
@@ -154,18 +136,12 @@ class ParquetSource:
         if not self.skip:
             first = min(bad)
             column, message = bad[first]
-            self._error = SourceError(message, source=self.req.name, file=self._path(), line=start + first + 1,
-                                      column=column)
-            # Hand on the rows before the bad one, and stop with the position at it.
-            self._row = start + first
-            good = conform_table(table.slice(0, first), self.req.schema, self.req.not_null)
-            if not good.num_rows:
-                raise self._error
-            return good
-        self.dead_letter.write([
+            self._row = start + first  # the position: at the bad row
+            return self._fail_at(start + first + 1, column, message,
+                                 conform_table(table.slice(0, first), self.req.schema, self.req.not_null))
+        self._dead_letter([
             {"file": self._path(), "line": start + i + 1, "column": column, "error": message,
              "raw": json.dumps(table.slice(i, 1).to_pylist()[0], ensure_ascii=False, default=str)}
             for i, (column, message) in sorted(bad.items())])
-        self._skipped += len(bad)
         self._row += table.num_rows
         return good

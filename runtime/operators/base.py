@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ...planner.physical import DuckStateOp
 from ..clock import SystemClock
 from ..duck import Duck
 from ..state import StateStore
@@ -58,3 +59,22 @@ class Logic:
     @property
     def state_rows(self) -> int:
         return 0
+
+
+class DuckStateLogic(Logic):
+    """An operator whose state is tables in the job's DuckDB connection.
+
+    ``spec.setup`` creates the tables and ``spec.state_tables`` names them, so
+    that checkpoints hold them (see ``StateStore.duck_tables``).
+    """
+
+    def __init__(self, spec: DuckStateOp, env: Env):
+        self.spec = spec
+        self.duck, self.con = env.duck, env.duck.con
+        for stmt in spec.setup:
+            self.con.execute(stmt)
+        self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+
+    @property
+    def state_rows(self) -> int:
+        return self.state.rows

@@ -20,22 +20,13 @@ import pyarrow as pa
 from ...planner.physical_joins import ChangelogNormalizeOp
 from ...planner.sqlgen_normalize import SEQ
 from ..duck import conform
-from .base import Env, Logic
+from .base import DuckStateLogic
 
 
-class ChangelogNormalizeLogic(Logic):
-    def __init__(self, spec: ChangelogNormalizeOp, env: Env):
-        self.spec = spec
-        self.duck, self.con = env.duck, env.duck.con
-        for stmt in spec.setup:
-            self.con.execute(stmt)
-        self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+class ChangelogNormalizeLogic(DuckStateLogic):
+    spec: ChangelogNormalizeOp
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
         out = self.duck.run_all(self.spec.per_batch, batch)
         return [conform(out, self.spec.schema)] if out.num_rows else []
-
-    @property
-    def state_rows(self) -> int:
-        return self.state.rows

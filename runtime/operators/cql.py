@@ -90,11 +90,5 @@ class SnapshotDiffLogic(Logic):
         """The multiset difference a - b."""
         if a.num_rows == 0 or b.num_rows == 0:
             return a
-        self.duck.con.register("__a", a)
-        self.duck.con.register("__b", b)
-        try:
-            out = self.duck.con.sql("SELECT * FROM __a EXCEPT ALL SELECT * FROM __b").to_arrow_table()
-        finally:
-            self.duck.con.unregister("__a")
-            self.duck.con.unregister("__b")
-        return conform(out, self.rows_schema)
+        return conform(self.duck.sql("SELECT * FROM __a EXCEPT ALL SELECT * FROM __b", __a=a, __b=b),
+                       self.rows_schema)

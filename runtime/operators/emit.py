@@ -16,7 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...planner.sqlgen_emit import EmitSql
-from ..duck import conform
+from ..duck import conform, registered
 from .base import Env
 
 _UNIT_SCOPE = pa.table({"__unit": pa.array([1], pa.int8())})
@@ -32,15 +32,11 @@ class EmitTable:
 
     def diff(self, current: pa.Table, scope: pa.Table | None) -> pa.Table:
         """Changes that turn what was emitted for ``scope`` into ``current``; ``scope`` None: no scope columns."""
-        self.con.register("__cur", current)
-        self.con.register("__scope", scope if scope is not None and scope.num_columns else _UNIT_SCOPE)
-        try:
+        scope = scope if scope is not None and scope.num_columns else _UNIT_SCOPE
+        with registered(self.con, __cur=current, __scope=scope):
             for stmt in self.sql.diff[:-1]:
                 self.con.execute(stmt)
             out = self.con.sql(self.sql.diff[-1]).to_arrow_table()
-        finally:
-            self.con.unregister("__cur")
-            self.con.unregister("__scope")
         return conform(out, self.schema)
 
     def evict(self, below_us: int) -> None:

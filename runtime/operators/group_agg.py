@@ -18,19 +18,15 @@ import pyarrow as pa
 
 from ...planner.physical import GroupAggOp
 from ..duck import conform
-from .base import Env, Logic
+from .base import DuckStateLogic, Env
 
 # Merge the multiset logs after this many batches.
 COMPACT_EVERY = 64
 
 
-class GroupAggLogic(Logic):
+class GroupAggLogic(DuckStateLogic):
     def __init__(self, spec: GroupAggOp, env: Env):
-        self.spec = spec
-        self.duck, self.con = env.duck, env.duck.con
-        for stmt in spec.setup:
-            self.con.execute(stmt)
-        env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+        super().__init__(spec, env)
         self.batches = 0
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
@@ -43,4 +39,5 @@ class GroupAggLogic(Logic):
 
     @property
     def state_rows(self) -> int:
+        """The keys (the first table; the others hold the multisets of MIN, MAX and COUNT(DISTINCT))."""
         return self.con.execute(f"SELECT COUNT(*) FROM {self.spec.state_tables[0]}").fetchall()[0][0]

@@ -59,8 +59,7 @@ class IntervalJoinLogic(JoinLogic):
             if padded:
                 out += self.run((padded,), params=[w])
             self.execute(delete, [w])
-            earliest = self.scalar(self.spec.min_time[side])
-            state.value = MAX_WATERMARK if earliest is None else int(earliest)
+            state.value = self.earliest(self.spec.min_time[side])
         return out
 
     def output_watermark(self, watermark: int) -> int:

@@ -6,18 +6,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..duck import conform
-from .base import MAX_WATERMARK, Env, Logic
+from .base import MAX_WATERMARK, DuckStateLogic
 
 
-class JoinLogic(Logic):
-    """Creates the operator's state tables and runs its statements over a batch."""
-
-    def __init__(self, spec, env: Env):
-        self.spec = spec
-        self.duck, self.con = env.duck, env.duck.con
-        for stmt in spec.setup:
-            self.con.execute(stmt)
-        self.state = env.state.duck_tables(spec.id, spec.state_tables, env.duck)
+class JoinLogic(DuckStateLogic):
+    """Runs the join's statements over a batch and its state tables."""
 
     def run(self, statements: tuple[str, ...], batch: pa.Table | None = None, params: list | None = None
             ) -> list[pa.Table]:
@@ -35,12 +28,19 @@ class JoinLogic(Logic):
         # Fetch the row count a statement with parameters returns, or the connection stays busy.
         self.con.execute(statement, params).fetchall() if params else self.con.execute(statement)
 
-    def scalar(self, statement: str) -> int | None:
-        return self.con.execute(statement).fetchall()[0][0]
+    def fire(self, statements: tuple[str, ...], watermark: int) -> list[pa.Table]:
+        """Run ``statements`` with ``watermark`` as their parameter: the first one's rows are output, the
+        others delete from the state what is done with."""
+        first, *rest = statements
+        out = self.run((first,), params=[watermark])
+        for stmt in rest:
+            self.execute(stmt, [watermark])
+        return out
 
-    @property
-    def state_rows(self) -> int:
-        return self.state.rows
+    def earliest(self, statement: str) -> int:
+        """The smallest time ``statement`` finds in the state (MAX_WATERMARK when there is none)."""
+        value = self.con.execute(statement).fetchall()[0][0]
+        return MAX_WATERMARK if value is None else int(value)
 
 
 def min_time(batch: pa.Table, column: str) -> int:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ...planner.physical_stream import OverAggOp
 from ...planner.sqlgen_over import SEQ
-from ..duck import conform
+from ..duck import conform, registered
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .source import int64_values
 
@@ -85,26 +85,18 @@ class OverAggLogic(Logic):
 
     def _release(self, ready: pa.Table, watermark: int) -> pa.Table:
         spec = self.spec
-        self.con.register("__ready", ready)
-        try:
-            if spec.carry_sql is not None:
-                carry = self._take(_CARRY, spec.carry_schema)
-                self.con.register("__carry", carry)
+        if spec.carry_sql is not None:
+            with registered(self.con, __ready=ready, __carry=self._take(_CARRY, spec.carry_schema)):
                 out = self.con.sql(spec.compute_sql).to_arrow_table()
                 self.state.replace(_CARRY, conform(self.con.sql(spec.carry_sql).to_arrow_table(), spec.carry_schema))
-                self.con.unregister("__carry")
-                return out
-            history = self._take(_HISTORY, self.row_schema)
-            self.con.register("__hist", history)
-            out = self.con.sql(spec.compute_sql).to_arrow_table()
-            if spec.retain_sql is not None:
-                kept = self.con.sql(spec.retain_sql).to_arrow_table()
-            else:  # RANGE t PRECEDING: later rows (time >= watermark) reach back to watermark - t
-                both = pa.concat_tables([history, ready])
-                horizon = watermark - spec.frame.preceding if watermark < MAX_WATERMARK else MAX_WATERMARK
-                kept = both.filter(pa.array(int64_values(both.column(spec.order)) >= horizon))
-            self.state.replace(_HISTORY, conform(kept, self.row_schema))
-            self.con.unregister("__hist")
             return out
-        finally:
-            self.con.unregister("__ready")
+        history = self._take(_HISTORY, self.row_schema)
+        with registered(self.con, __ready=ready, __hist=history):
+            out = self.con.sql(spec.compute_sql).to_arrow_table()
+            kept = self.con.sql(spec.retain_sql).to_arrow_table() if spec.retain_sql is not None else None
+        if kept is None:  # RANGE t PRECEDING: later rows (time >= watermark) reach back to watermark - t
+            both = pa.concat_tables([history, ready])
+            horizon = watermark - spec.frame.preceding if watermark < MAX_WATERMARK else MAX_WATERMARK
+            kept = both.filter(pa.array(int64_values(both.column(spec.order)) >= horizon))
+        self.state.replace(_HISTORY, conform(kept, self.row_schema))
+        return out

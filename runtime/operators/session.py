@@ -191,13 +191,13 @@ class SessionLogic(Logic):
             kept.append(sessions.filter(pc.invert(reachable)))
             sessions = sessions.filter(reachable)
         if sessions.num_rows > 2 * rows.num_rows:  # a small batch: only the partitions it touches
-            flagged = self._sql(self.spec.sql.touched, __state=sessions, __rows=rows)
+            flagged = self.duck.sql(self.spec.sql.touched, __state=sessions, __rows=rows)
             touched = flagged.column("__t")
             kept.append(conform(flagged.filter(pc.invert(touched)).drop_columns(["__t"]), self.spec.state_schema))
             sessions = conform(flagged.filter(touched).drop_columns(["__t"]), self.spec.state_schema)
         if kept:
             self._add_run(pa.concat_tables(kept), alive)
-        return conform(self._sql(self.spec.sql.sort, __u=pa.concat_tables([sessions, rows])), self.spec.state_schema)
+        return conform(self.duck.sql(self.spec.sql.sort, __u=pa.concat_tables([sessions, rows])), self.spec.state_schema)
 
     def _open_sessions(self, alive: int) -> pa.Table:
         """Every open session, as one table."""
@@ -250,15 +250,6 @@ class SessionLogic(Logic):
         columns.update({c: merged.column(c) for c in group})
         columns.update({c: merged.column(f"{c}_{how}") for c, how in spec.merges})
         return conform(pa.table(columns), spec.state_schema)
-
-    def _sql(self, sql: str, **tables: pa.Table) -> pa.Table:
-        for name, table in tables.items():
-            self.con.register(name, table)
-        try:
-            return self.con.sql(sql).to_arrow_table()
-        finally:
-            for name in tables:
-                self.con.unregister(name)
 
     # -- watermarks ---------------------------------------------------------------------
 

@@ -53,12 +53,8 @@ class TemporalJoinLogic(JoinLogic):
         w = lowered(watermark, self.spec.lateness)
         out: list[pa.Table] = []
         if self.next_fire.value < w:
-            fire, *rest = self.spec.fire
-            out = self.run((fire,), params=[w])
-            for stmt in rest:
-                self.execute(stmt, [w])
-            earliest = self.scalar(self.spec.min_time)
-            self.next_fire.value = MAX_WATERMARK if earliest is None else int(earliest)
+            out = self.fire(self.spec.fire, w)
+            self.next_fire.value = self.earliest(self.spec.min_time)
         self.marks += 1
         if self.marks % PRUNE_EVERY == 0 or watermark >= MAX_WATERMARK:
             for stmt in self.spec.prune:

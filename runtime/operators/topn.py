@@ -77,10 +77,10 @@ class TopNLogic(Logic):
             pending, seen = self._table(0, rows.schema), self._table(1, self._key_schema(rows))
             if self.panes.pieces(1) > 1:
                 self.panes.replace(1, seen)  # one table of the keys already emitted
-            out = self._sql(self.spec.sql.first, __pending=pending, __seen=seen, __rows=rows)
+            out = self.duck.sql(self.spec.sql.first, __pending=pending, __seen=seen, __rows=rows)
             self.panes.replace(0, out)
             return []
-        changed = self._sql(self.spec.sql.last, __rows=rows)  # kind == "last"
+        changed = self.duck.sql(self.spec.sql.last, __rows=rows)  # kind == "last"
         return self._diff(changed)
 
     def _global(self, batch: pa.Table) -> list[pa.Table]:
@@ -109,7 +109,7 @@ class TopNLogic(Logic):
                 ready.extend(self.panes.pop(end))
             if not ready:
                 return []
-            ranked = self._sql(self.spec.sql.rank, __ready=pa.concat_tables(ready))
+            ranked = self.duck.sql(self.spec.sql.rank, __ready=pa.concat_tables(ready))
             return [self._ranked(ranked)]
         if kind == "first":
             pending = self._table(0, None)
@@ -142,15 +142,6 @@ class TopNLogic(Logic):
         scope = current.select(list(self.spec.partition)) if self.spec.partition else None
         changes = self.emitted.diff(self._ranked(current), scope)
         return [changes] if changes.num_rows else []
-
-    def _sql(self, sql: str, **tables: pa.Table) -> pa.Table:
-        for name, t in tables.items():
-            self.con.register(name, t)
-        try:
-            return self.con.sql(sql).to_arrow_table()
-        finally:
-            for name in tables:
-                self.con.unregister(name)
 
     def _table(self, key: int, schema: pa.Schema | None) -> pa.Table | None:
         tables = self.panes.get(key)

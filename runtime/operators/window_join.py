@@ -36,10 +36,6 @@ class WindowJoinLogic(JoinLogic):
         w = lowered(watermark, self.spec.lateness)
         if self.next_end.value > w:
             return []
-        fire, *deletes = self.spec.fire
-        out = self.run((fire,), params=[w])
-        for stmt in deletes:
-            self.execute(stmt, [w])
-        earliest = self.scalar(self.spec.min_end)
-        self.next_end.value = MAX_WATERMARK if earliest is None else int(earliest)
+        out = self.fire(self.spec.fire, w)
+        self.next_end.value = self.earliest(self.spec.min_end)
         return out
