@@ -64,6 +64,7 @@ from .runtime.estimate import estimated_bytes
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.scheduler import Scheduler
 from .runtime.spark_route import SparkRoute
+from .runtime.spark_stream import SparkStreamJob
 from .state_dir import StateDir
 
 _SETTING_VALUES = {"engine": ENGINES, "emit": ("final", "changes"),
@@ -182,8 +183,13 @@ class Engine:
         engine = engine or route.engine
         if engine == "runtime":
             return self.scheduler.start(name, planned.physical, output)
+        lowered = planned.lowered(engine)
+        if lowered.streaming:  # over watched files: a Structured Streaming query
+            job = SparkStreamJob(dict(self.catalog.settings), lowered, output, planned.physical, route.reason)
+            self.scheduler.add(name, job)
+            return job
         executor = (DuckDBRoute if engine == "duckdb" else SparkRoute)(dict(self.catalog.settings))
-        job = BatchJob(executor, planned.lowered(engine), output, planned.physical, route.reason)
+        job = BatchJob(executor, lowered, output, planned.physical, route.reason)
         self.scheduler.add(name, job)
         return job
 

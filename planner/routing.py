@@ -2,7 +2,9 @@
 
 * ``runtime``: the in-process incremental runtime (every query it can plan);
 * ``duckdb``: the query lowered to one DuckDB statement over its files;
-* ``spark``: the query lowered to Spark SQL, run through PySpark;
+* ``spark``: the query lowered to Spark SQL, run through PySpark; over
+  watched files (``watch = 'true'``), a Spark Structured Streaming query
+  (the *continuous* Spark route, ``lower_stream.py``);
 * ``auto`` (the default) picks, in this order:
 
   1. the runtime when a batch route cannot run the query (memory or
@@ -32,6 +34,7 @@ from . import logical as L
 from .catalog import SourceDef
 from .logical_late import LateScan
 from .lower_plan import refusal
+from .lower_stream import unbounded_sources
 
 ENGINES = ("auto", "runtime", "duckdb", "spark")
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
@@ -42,9 +45,10 @@ _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb":
 class Route:
     engine: str  # runtime | duckdb | spark
     reason: str
+    continuous: bool = False  # spark over watched files: a Structured Streaming query (lower_stream.py)
 
     def describe(self) -> str:
-        return f"route: {self.engine} ({self.reason})"
+        return f"route: {self.engine}{' continuous' if self.continuous else ''} ({self.reason})"
 
 
 def parse_size(text: str) -> int:
@@ -82,6 +86,12 @@ def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], i
     engine = settings.get("engine", "auto").lower()
     if engine == "runtime":
         return Route("runtime", "SET 'engine' = 'runtime'")
+    if engine == "spark" and unbounded_sources(root):
+        refused = refusal(root, engine, streaming=True)
+        if refused is not None:
+            raise refused
+        names = ", ".join(f"'{s.name}'" for s in unbounded_sources(root))
+        return Route(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
     if engine in ("duckdb", "spark"):
         refused = refusal(root, engine)
         if refused is not None:

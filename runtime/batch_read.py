@@ -65,7 +65,9 @@ class ReadPlan:
         values = spec.value_schema
         if src.kind == "table":
             values = values.append(pa.field(OP, pa.int8()))
-        return ReadPlan(src.name, dict(src.options), src.path, read, not_null, spec.changes, spec.computed_sql,
+        # Each read is bounded: a watched source (the continuous Spark route) is read a whole file at a time.
+        options = {k: v for k, v in src.options.items() if k != "watch"}
+        return ReadPlan(src.name, options, src.path, read, not_null, spec.changes, spec.computed_sql,
                         values, spec.relation_schema, spec.time_column, batch_rows)
 
     # -- files -------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ def source_error_in(text: str) -> SourceError | None:
 
 
 def merge_dead_letters(folder: str, target: str) -> int:
-    """Append the per-file dead letters in ``folder`` to ``target``, in file order; the rows moved."""
+    """Move the per-file dead letters in ``folder`` to the end of ``target``, in file order; the rows moved."""
     names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl")) if os.path.isdir(folder) else []
     moved = 0
     if not names:
@@ -205,6 +207,7 @@ def merge_dead_letters(folder: str, target: str) -> int:
                 for line in f:
                     out.write(line)
                     moved += 1
+            os.remove(os.path.join(folder, n))
     return moved
 
 

@@ -104,28 +104,10 @@ class SparkRoute:
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         spark = spark_session(self.settings)
         stats.startup_seconds = time.perf_counter() - began
-        cached, views, dead, counters = [], [], [], []
+        scans = BoundedScans(spark, self.batch_rows)
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
-                plan = ReadPlan.of(spec, self.batch_rows)
-                scan_stats.late = None  # judged inside the statement, not counted
-                files = plan.files()
-                folder = tempfile.mkdtemp(prefix="dsms-dead-letter-") if plan.dead_letter_path() else None
-                if folder:
-                    dead.append((folder, plan.dead_letter_path(), scan_stats))
-                rows = [(i, path) for i, (_, path) in enumerate(files)]
-                # One task per file, or per run of files when there are many (read in order within a task).
-                slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
-                listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
-                counter = spark.sparkContext.accumulator(0)
-                counters.append((counter, scan_stats))
-                frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter),
-                                           spark_schema(plan.relation_schema))
-                if spec.drop_late and spec.time_column is not None:
-                    frame = frame.persist()
-                    cached.append(frame)
-                frame.createOrReplaceTempView(spec.relation)
-                views.append(spec.relation)
+                scans.add(spec, scan_stats).createOrReplaceTempView(spec.relation)
             try:
                 result = spark.sql(lowered.sql()).toArrow()
             except Exception as e:  # noqa: BLE001 - Spark's errors come through Py4J
@@ -134,19 +116,59 @@ class SparkRoute:
             if table.num_rows:
                 write(table)
             stats.rows_out = table.num_rows
-            for folder, target, scan_stats in dead:
-                scan_stats.skipped = merge_dead_letters(folder, target)
-            for counter, scan_stats in counters:
-                scan_stats.rows_read = counter.value
+            scans.finish()
         finally:
-            for frame in cached:
-                frame.unpersist()
-            for view in views:
-                spark.catalog.dropTempView(view)
-            for folder, _, _ in dead:
-                shutil.rmtree(folder, ignore_errors=True)
+            scans.close()
+            for spec in lowered.scans:
+                spark.catalog.dropTempView(spec.relation)
         stats.seconds = time.perf_counter() - began
         return stats
+
+
+class BoundedScans:
+    """Scan relations of bounded files as Spark DataFrames: one row per file, read by dsms's readers.
+
+    ``add`` gives a scan's DataFrame (cached when the lowered SQL reads it
+    twice for the late-event rule, or when ``cache``); ``finish`` moves the
+    dead letters into place and counts the rows read; ``close`` releases it all.
+    """
+
+    def __init__(self, spark, batch_rows: int = BATCH_ROWS):
+        self.spark, self.batch_rows = spark, batch_rows
+        self.cached, self.dead, self.counters = [], [], []
+
+    def add(self, spec, stats: ScanStats, cache: bool = False):
+        spark = self.spark
+        plan = ReadPlan.of(spec, self.batch_rows)
+        stats.late = None  # judged inside the statement, not counted
+        files = plan.files()
+        folder = tempfile.mkdtemp(prefix="dsms-dead-letter-") if plan.dead_letter_path() else None
+        if folder:
+            self.dead.append((folder, plan.dead_letter_path(), stats))
+        rows = [(i, path) for i, (_, path) in enumerate(files)]
+        # One task per file, or per run of files when there are many (read in order within a task).
+        slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
+        listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
+        counter = spark.sparkContext.accumulator(0)
+        self.counters.append((counter, stats))
+        frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter), spark_schema(plan.relation_schema))
+        if cache or (spec.drop_late and spec.time_column is not None):
+            frame = frame.persist()
+            self.cached.append(frame)
+        return frame
+
+    def finish(self) -> None:
+        for folder, target, stats in self.dead:
+            stats.skipped += merge_dead_letters(folder, target)
+        for counter, stats in self.counters:
+            stats.rows_read = counter.value
+
+    def close(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
+        for folder, _, _ in self.dead:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.cached, self.dead = [], []
 
 
 def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, batches):
