@@ -57,18 +57,19 @@ class PlannedQuery:
         text = explain_physical(self.physical)
         return "\n".join([f"warning: {w}" for w in self.warnings] + [text])
 
-    def lowered(self, dialect: str, streaming: bool | None = None) -> Lowered:
+    def lowered(self, dialect: str, streaming: bool | None = None, history: bool = False) -> Lowered:
         """The query as one ``duckdb`` or ``spark`` statement.
 
         On Spark, a query over watched files is lowered for Structured
-        Streaming (``streaming`` None: whenever it reads one).
+        Streaming (``streaming`` None: whenever it reads one, unless
+        ``history``: the backfill of their history, ``backfill.py``).
 
         Raises:
             LoweringRefused: the route cannot run this query (the message says why).
         """
         if streaming is None:
-            streaming = dialect == "spark" and bool(unbounded_sources(self.optimized))
-        return lower_plan(self.optimized, dialect, streaming)
+            streaming = dialect == "spark" and not history and bool(unbounded_sources(self.optimized))
+        return lower_plan(self.optimized, dialect, streaming, history)
 
     def lowered_sql(self, dialect: str, pretty: bool = True) -> str:
         return self.lowered(dialect).sql(pretty=pretty)

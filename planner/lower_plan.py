@@ -48,6 +48,7 @@ from sqlglot import exp
 
 from . import logical as L
 from .catalog import SourceDef
+from .backfill import check_backfill, max_event_time, watermark_at_seam
 from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
 from .logical_late import LateScan
@@ -93,6 +94,7 @@ class Lowered:
     scans: tuple[ScanSpec, ...]
     schema: Schema
     streaming: bool = False
+    history: bool = False  # a backfill: the history of watched files, cut at the seam (backfill.py)
 
     def sql(self, pretty: bool = False) -> str:
         return self.tree.sql(dialect=self.dialect, pretty=pretty)
@@ -119,11 +121,12 @@ class Lowered:
         return "\n".join(lines + [self.sql(pretty=True)])
 
 
-def lower_plan(root: L.Node, dialect: str, streaming: bool = False) -> Lowered:
+def lower_plan(root: L.Node, dialect: str, streaming: bool = False, history: bool = False) -> Lowered:
     """Lower ``root`` to one ``dialect`` statement (``duckdb`` or ``spark``).
 
     ``streaming``: for Spark Structured Streaming, its watched sources read
-    as streams (``lower_stream.py``).
+    as streams (``lower_stream.py``). ``history``: a backfill, its watched
+    sources read as they are now and its windows cut at the seam (``backfill.py``).
 
     Raises:
         LoweringRefused: the plan has an operator the route cannot run.
@@ -132,13 +135,13 @@ def lower_plan(root: L.Node, dialect: str, streaming: bool = False) -> Lowered:
         raise ValueError(f"unknown dialect {dialect!r}")
     if streaming and dialect != "spark":
         raise ValueError("only Spark runs streaming statements")
-    return _Lowering(root, dialect, streaming).build()
+    return _Lowering(root, dialect, streaming, history).build()
 
 
-def refusal(root: L.Node, route: str, streaming: bool = False) -> LoweringRefused | None:
+def refusal(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> LoweringRefused | None:
     """Why ``route`` cannot run ``root`` (None: it can), without lowering it."""
     try:
-        _check(root, route, streaming)
+        _check(root, route, streaming, history)
     except LoweringRefused as e:
         return e
     return None
@@ -148,7 +151,7 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
     return LoweringRefused(f"the {route} route cannot {what}: {why}; {RUNTIME}", what, why)
 
 
-def _check(root: L.Node, route: str, streaming: bool = False) -> None:
+def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     if "processing" in time_kinds(root) or any(
             f.proctime for n in L.walk(root) if isinstance(n, L.Scan) for f in n.schema):
         raise _refuse(route, "run a query on processing time",
@@ -158,7 +161,7 @@ def _check(root: L.Node, route: str, streaming: bool = False) -> None:
             src: SourceDef = n.source
             if src.connector != "file":
                 raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
-            if not src.bounded and not streaming:
+            if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")
         if isinstance(n, Join) and n.strategy == "lookup":
@@ -172,13 +175,17 @@ def _check(root: L.Node, route: str, streaming: bool = False) -> None:
                           "how its input is cut into micro-batches")
     if streaming:
         check_stream(root)
+    if history:
+        check_backfill(root, route)
 
 
 class _Lowering:
-    def __init__(self, root: L.Node, dialect: str, streaming: bool = False):
-        _check(root, dialect, streaming)
+    def __init__(self, root: L.Node, dialect: str, streaming: bool = False, history: bool = False):
+        _check(root, dialect, streaming, history)
         self.root = root
         self.dialect = dialect
+        self.history = history
+        self.scan_max_of: dict[int, str] = {}  # history: a scan's largest event time, by the scan's id
         self.streams = streaming_nodes(root) if streaming else {}  # nodes over a stream, by id
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
@@ -206,7 +213,7 @@ class _Lowering:
         for name, body in self.ctes:
             materialized = self.dialect == "duckdb" and self.uses.get(name, 0) > 1
             query = query.with_(exp.to_identifier(name, quoted=True), as_=body, materialized=materialized or None)
-        return Lowered(self.dialect, query, tuple(self.scans), schema, streaming)
+        return Lowered(self.dialect, query, tuple(self.scans), schema, streaming, self.history)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -238,6 +245,19 @@ class _Lowering:
     def streaming(self, node: L.Node) -> bool:
         """Whether ``node`` is computed over a stream (a Spark Structured Streaming query)."""
         return id(node) in self.streams
+
+    def watermark_at_seam(self, node: L.Node) -> exp.Expression:
+        """A backfill: ``node``'s output watermark once the history is read (``backfill.py``)."""
+        return watermark_at_seam(node, self.scan_max)
+
+    def scan_max(self, scan: L.Scan) -> exp.Expression:
+        """The largest event time of a scan's history, as a scalar subquery (over its on-time rows: the
+        largest time is never late)."""
+        if id(scan) not in self.scan_max_of:
+            rel = self.rel(scan)
+            query = exp.select(alias(max_event_time(scan.source.watermark.column), "m")).from_(self.use(rel))
+            self.scan_max_of[id(scan)] = self.cte("m", query)
+        return exp.Subquery(this=exp.select(c("m")).from_(table(self.scan_max_of[id(scan)])))
 
     def needed(self, node: L.Node) -> set[str]:
         return self.required.get(id(node), set(node.schema.names))

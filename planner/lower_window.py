@@ -103,6 +103,8 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     items = window_columns() + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
+    if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
+        query = query.where(exp.LTE(this=c(WE), expression=lw.watermark_at_seam(node.input)))
     return lw.add(query, node.schema.names)
 
 

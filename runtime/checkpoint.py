@@ -70,6 +70,7 @@ def capture(job: Job | BatchJob) -> Checkpoint:
         "rows_out": job.metrics.rows_out,
         "done": job.done,
         "plan": plan_fingerprint(job.plan),
+        "backfill": "pending" if job.backfill is not None else None,  # not yet: it runs again after a restart
     }
     output, contents = job.output.checkpoint()
     return Checkpoint(meta, job.env.state.snapshot(), output, contents)
@@ -89,6 +90,8 @@ def restore(job: Job, ckpt: Checkpoint) -> None:
         job.done = bool(meta["done"])  # not done: it runs again from the start, into a truncated output
         job.metrics.rows_out = int(meta["rows_out"]) if job.done else 0
         return
+    if meta.get("backfill") != "pending":
+        job.backfill = None  # the history was backfilled before this checkpoint
     job.env.state.restore(ckpt.state)
     for op_id, s in job.sources:
         saved = meta["sources"].get(str(op_id))

@@ -150,8 +150,10 @@ class BoundedScans:
         slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
         listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
         counter = spark.sparkContext.accumulator(0)
-        self.counters.append((counter, stats))
-        frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter), spark_schema(plan.relation_schema))
+        files_read = spark.sparkContext.accumulator({}, _FileReports())
+        self.counters.append((counter, files_read, stats))
+        frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter, files_read),
+                                   spark_schema(plan.relation_schema))
         if cache or (spec.drop_late and spec.time_column is not None):
             frame = frame.persist()
             self.cached.append(frame)
@@ -160,8 +162,13 @@ class BoundedScans:
     def finish(self) -> None:
         for folder, target, stats in self.dead:
             stats.skipped += merge_dead_letters(folder, target)
-        for counter, stats in self.counters:
+        for counter, files_read, stats in self.counters:
             stats.rows_read = counter.value
+            for name in sorted(files_read.value):
+                top, position = files_read.value[name]
+                stats.file_read(name, top, position)
+            if stats.files:
+                stats.end = stats.files[max(stats.files)][1]
 
     def close(self) -> None:
         for frame in self.cached:
@@ -171,13 +178,28 @@ class BoundedScans:
         self.cached, self.dead = [], []
 
 
-def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, batches):
+def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, files_read, batches):
     """mapInArrow: the files listed in a partition, read by dsms's readers (runs in a Python worker)."""
+
+    def report(name, top, position):
+        files_read.add({name: (top, position)})
+
     for batch in batches:
         files = list(zip(batch.column("__fi").to_pylist(), batch.column("__path").to_pylist()))
-        for out in read_files(plan, files, dead_letters):
+        for out in read_files(plan, files, dead_letters, report):
             counter.add(out.num_rows)
             yield out
+
+
+class _FileReports:
+    """An accumulator (an AccumulatorParam) of what each task saw of its files: {name: (largest time, end position)}."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
 
 
 def _naive(table: pa.Table) -> pa.Table:
