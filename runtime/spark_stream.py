@@ -43,7 +43,8 @@ from .batch_read import BATCH_ROWS, ReadPlan, RouteError, ScanStats, merge_dead_
 from .duck import conform
 from .job import Output
 from .operators.base import MIN_WATERMARK
-from .spark_route import BoundedScans, SparkRoute, _naive, _translate, spark_session
+from .connectors.dir_sink import DirectorySink
+from .spark_route import BoundedScans, SparkRoute, _naive, _translate, spark_session, write_parts
 
 LATE = "dropped by Spark's watermark"
 
@@ -185,13 +186,20 @@ class SparkStreamJob(BatchJob):
         if batch_id <= self.committed:  # written before a restart; Spark runs it again, not having logged it
             frame.write.format("noop").mode("overwrite").save()  # its state is updated all the same
             return
-        table = conform(_naive(frame.toArrow()), self.out_schema)
-        if self.rowtime is not None and table.num_rows:
-            table = table.sort_by(self.rowtime.name)
+        writer = getattr(self.output, "writer", None)
+        if isinstance(writer, DirectorySink):  # the executors write the micro-batch's parts
+            if self.rowtime is not None:
+                frame = frame.sortWithinPartitions(self.rowtime.name)
+            self.metrics.rows_out += write_parts(frame, writer, batch_id, self.out_schema)
+            table = None
+        else:
+            table = conform(_naive(frame.toArrow()), self.out_schema)
+            if self.rowtime is not None and table.num_rows:
+                table = table.sort_by(self.rowtime.name)
         for plan, dead, stats in self._streams:
             if dead is not None:
                 stats.skipped += merge_dead_letters(dead, plan.dead_letter_path())
-        if table.num_rows:
+        if table is not None and table.num_rows:
             self._write(table)
         self.committed = batch_id
         if self.on_commit is not None:

@@ -306,3 +306,22 @@ def test_a_sink_on_the_continuous_route_survives_restarts_and_crashes_exactly_on
     engine.close()
     assert sink_lines(out) == [("2024-01-01 00:00:00.000", 2), ("2024-01-01 00:00:10.000", 3),
                                ("2024-01-01 00:00:20.000", 3), ("2024-01-01 00:00:30.000", 1)]
+
+
+def test_a_directory_sink_on_the_continuous_route_gets_parts_per_micro_batch(tmp_path, spark_session):
+    folder, out = tmp_path / "w", tmp_path / "out"
+    os.makedirs(folder)
+    engine = dsms.Engine()
+    engine.execute(W_DDL.format(path=folder) + "SET 'engine' = 'spark';")
+    engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}/', format = 'json') AS {COUNTS}")
+    write_jsonl(str(folder / "a.jsonl"), ev(1, 2, 12))
+    engine.run_until_idle()
+    write_jsonl(str(folder / "b.jsonl"), ev(13, 25, 3))
+    engine.run_until_idle()
+    engine.close()
+    names = sorted(os.listdir(out))
+    batches = {n.split("-")[1] for n in names}
+    assert len(batches) == 2 and all(n.startswith("part-") for n in names), names  # written by two micro-batches
+    lines = [json.loads(line) for n in names for line in open(out / n)]
+    assert [(r["window_start"], r["n"]) for r in lines] == [("2024-01-01 00:00:00.000", 2),
+                                                            ("2024-01-01 00:00:10.000", 2)]
