@@ -120,8 +120,8 @@ def stream_refusal(root: L.Node) -> LoweringRefused | None:
     return None
 
 
-def _refuse(what: str, stream: str, why: str, batch_too: bool = True) -> LoweringRefused:
-    where = f"{what} over the unbounded stream '{stream}'"
+def _refuse(what: str, stream: str | None, why: str, batch_too: bool = True) -> LoweringRefused:
+    where = what + (f" over the unbounded stream '{stream}'" if stream else "")
     routes = RUNTIME + (f", {BATCH_TOO}" if batch_too else "")
     return LoweringRefused(f"the spark route cannot {where}: {why}; {routes}", where, why)
 
@@ -140,11 +140,11 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
     if isinstance(n, L.Scan):
         src = n.source
         if src.kind == "table":
-            raise _refuse(f"read the table '{src.name}' as changes", stream,
+            raise _refuse(f"read the table '{src.name}' as changes from watched files", None,
                           "Structured Streaming's file sources are append-only", batch_too=False)
         path = src.path or ""
         if os.path.isfile(path):
-            raise _refuse(f"follow the single file {src.options.get('path')}", stream,
+            raise _refuse(f"follow the single watched file {src.options.get('path')} of '{src.name}'", None,
                           "Spark reads whole new files as they appear in a directory, not lines appended to a "
                           "file; watch a directory (or a glob) and add files to it", batch_too=False)
         return

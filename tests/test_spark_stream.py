@@ -206,7 +206,7 @@ REFUSED = [
     ("SELECT k, ts FROM w UNION ALL SELECT k, ts FROM b", "a stream and bounded input"),
     ("SELECT k, v FROM LATE(w)", "Spark drops late events"),
     ("ISTREAM(SELECT k, COUNT(*) AS n FROM w [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)", "CQL"),
-    ("SELECT k FROM one", "follow the single file"),
+    ("SELECT k FROM one", "follow the single watched file"),
     ("SELECT k, rate FROM tw", "read the table 'tw' as changes"),
 ]
 
