@@ -47,8 +47,8 @@ from functools import partial
 from sqlglot import exp
 
 from . import logical as L
-from .catalog import SourceDef
 from .backfill import check_backfill, max_event_time, watermark_at_seam
+from .catalog import SourceDef
 from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
 from .logical_late import LateScan
@@ -64,6 +64,7 @@ from .physical_plan import required_columns, scans_under_event_time
 from .physical_window import time_kinds
 from .sqlgen import typed
 from .types import Schema
+
 
 @dataclass(frozen=True)
 class Rel:

@@ -40,10 +40,10 @@ from ..planner.lower_plan import Lowered
 from ..planner.physical import PhysicalPlan
 from .batch_job import BatchJob
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, ScanStats, merge_dead_letters
+from .connectors.dir_sink import DirectorySink
 from .duck import conform
 from .job import Output
 from .operators.base import MIN_WATERMARK
-from .connectors.dir_sink import DirectorySink
 from .spark_route import BoundedScans, SparkRoute, _naive, _translate, spark_session, write_parts
 
 LATE = "dropped by Spark's watermark"
