@@ -21,6 +21,16 @@ reader streamed into DuckDB (what the route does: the runtime's parsing,
 errors and late-event rule) against DuckDB reading the file itself, the
 late-event rule then a window function over ``file_row_number``.
 
+The continuous Spark route (Structured Streaming) runs the tumble workload
+over the same four files as a watched directory, with a fifth file holding
+one event far ahead that closes every window (so it writes the same rows):
+one run of the stream until it has caught up (a micro-batch of the four
+files, then one without data in which the watermark closes the windows).
+Its time is the run's (the streaming query's start, its micro-batches and
+its stop); the session's start-up and the first run of a process (Python
+workers starting, the JVM warming up) are reported apart. The runtime on
+the same watched directory is its baseline.
+
     python benchmarks/routes.py [--events N] [--join-events N] [--repeat 3]
 """
 
@@ -75,6 +85,69 @@ def one(route: str, ddl: str, query: str, out: str, repeat: int) -> dict:
         engine.close()
     best = min(runs, key=lambda r: r["seconds"])
     return {**best, "startup": startup, "first": runs[0]["seconds"]}
+
+
+def stream(route: str, stream_dir: str, out: str, repeat: int) -> dict:
+    """The tumble query over ``stream_dir`` watched, continuously: the runtime, or Spark Structured Streaming."""
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    import dsms
+
+    runs, startup = [], 0.0
+    for _ in range(repeat):
+        folder = tempfile.mkdtemp(prefix="dsms-bench-stream-")  # the files, and a small one added later
+        for name in os.listdir(stream_dir):
+            os.symlink(os.path.realpath(os.path.join(stream_dir, name)), os.path.join(folder, name))
+        ddl = TUMBLE_DDL.format(dir=folder).replace("format = 'parquet'", "format = 'parquet', watch = 'true'")
+        engine = dsms.Engine()
+        engine.scheduler.batch_rows = 256 * 1024
+        engine.execute(f"SET 'engine' = '{route}'")
+        engine.execute(ddl)
+        engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}', format = 'json') "
+                       f"AS {throughput.QUERY}")
+        began = time.perf_counter()
+        engine.run_until_idle()
+        elapsed = time.perf_counter() - began
+        job = engine.scheduler.jobs["out"]
+        assert getattr(job, "streaming", False) == (route == "spark") and job.status == "running"
+        if route == "spark":
+            startup = max(startup, job.startup_seconds)
+            elapsed = job.run_seconds
+        run = {"seconds": elapsed, "events": job.rows_in, "rows_out": job.metrics.rows_out}
+        # A small file arriving later (its events are behind the watermark: read, dropped as late): the cost
+        # of one more run, what a live query pays per new file.
+        small = pq.read_table(os.path.join(stream_dir, sorted(os.listdir(stream_dir))[0])).slice(0, 10_000)
+        pq.write_table(small, os.path.join(folder, ".zz-more.parquet"))
+        os.rename(os.path.join(folder, ".zz-more.parquet"), os.path.join(folder, "zz-more.parquet"))
+        before, began = getattr(job, "run_seconds", 0.0), time.perf_counter()
+        engine.run_until_idle()
+        run["increment"] = job.run_seconds - before if route == "spark" else time.perf_counter() - began
+        runs.append(run)
+        engine.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    best = min(runs, key=lambda r: r["seconds"])
+    return {**best, "startup": startup, "first": runs[0]["seconds"],
+            "increment": min(r["increment"] for r in runs)}
+
+
+def stream_dir_of(tumble_dir: str) -> str:
+    """The tumble files, and one more with an event far ahead in time: the watermark passes every window."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target = tumble_dir + "_stream"
+    if not os.path.isdir(target):
+        os.makedirs(target)
+        for name in sorted(os.listdir(tumble_dir)):
+            os.symlink(os.path.join(tumble_dir, name), os.path.join(target, name))
+        schema = pq.read_schema(os.path.join(tumble_dir, sorted(os.listdir(tumble_dir))[0]))
+        far = pa.table({"ad_id": [0], "user_id": [0], "cost": [0.0], "ts": pa.array([4102444800000000],
+                                                                                   pa.timestamp("us"))})
+        pq.write_table(far.cast(schema), os.path.join(target, "part-9-end.parquet"))
+    return target
 
 
 def duckdb_sources(tumble_dir: str, repeat: int) -> dict:
@@ -142,6 +215,8 @@ def main() -> None:
         kind, *rest = args.child
         if kind == "sources":
             print(json.dumps(duckdb_sources(rest[0], int(rest[1]))))
+        elif kind == "stream":
+            print(json.dumps(stream(rest[0], rest[1], rest[2], int(rest[3]))))
         else:
             print(json.dumps(one(kind, rest[0], rest[1], rest[2], int(rest[3]))))
         return
@@ -177,6 +252,22 @@ def main() -> None:
         startups.append((name, results["spark"]["startup"], results["spark"]["first"]))
     for name, startup, first in startups:
         print(f"spark start-up before {name!r}: {startup:.2f} s (session and JVM); first run {first:.2f} s")
+    stream_dir = stream_dir_of(tumble_dir)
+    out = os.path.join(DATA, "routes_out.jsonl")
+    streams = {route: child(["stream", route, stream_dir, out, str(args.repeat)]) for route in ("runtime", "spark")}
+    print(f"\ncontinuous, tumble over {args.events:,} events in a watched directory (4 files and one closing "
+          "every window)")
+    base = streams["runtime"]["events"] / streams["runtime"]["seconds"]
+    for route, r in streams.items():
+        rate = r["events"] / r["seconds"]
+        name = "runtime" if route == "runtime" else "spark structured streaming"
+        print(f"  {name:<28} {r['seconds']:>8.3f} s {rate:>12,.0f} events/s {rate / base:>6.2f}x {r['rows_out']:>10,} rows")
+    if streams["runtime"]["rows_out"] != streams["spark"]["rows_out"]:
+        raise SystemExit(f"continuous: the routes disagree: {[r['rows_out'] for r in streams.values()]}")
+    spark = streams["spark"]
+    print(f"  spark start-up: {spark['startup']:.2f} s (session and JVM); first run of the process {spark['first']:.2f} s")
+    print(f"  one more file of 10,000 events, one more run: runtime {streams['runtime']['increment']:.3f} s, "
+          f"spark {spark['increment']:.2f} s")
     src = child(["sources", tumble_dir, str(args.repeat)])
     print(f"\nDuckDB route, tumble over {args.events:,} events: where its rows come from")
     for how, seconds in src.items():

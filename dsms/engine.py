@@ -50,6 +50,7 @@ from .grammar import (
 )
 from .inserts import insert_rows
 from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
+from .planner.backfill import BACKFILLS, state_reach
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.routing import ENGINES, Route, choose_route, parse_size
@@ -57,6 +58,7 @@ from .planner.timeutil import parse_duration
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, Result
+from .runtime.backfill import Backfill
 from .runtime.batch_job import BatchJob
 from .runtime.convert import to_table
 from .runtime.duckdb_route import DuckDBRoute
@@ -64,9 +66,10 @@ from .runtime.estimate import estimated_bytes
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.scheduler import Scheduler
 from .runtime.spark_route import SparkRoute
+from .runtime.spark_stream import SparkStreamJob
 from .state_dir import StateDir
 
-_SETTING_VALUES = {"engine": ENGINES, "emit": ("final", "changes"),
+_SETTING_VALUES = {"engine": ENGINES, "backfill": BACKFILLS, "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
 # What reads what: a DROP of an object that one of these reads is refused.
 _READERS = ("view", "sink", "materialized view")
@@ -181,9 +184,19 @@ class Engine:
         route = self.route(planned)
         engine = engine or route.engine
         if engine == "runtime":
-            return self.scheduler.start(name, planned.physical, output)
+            job = self.scheduler.start(name, planned.physical, output)
+            if route.backfill:  # its history first, as one statement (runtime/backfill.py)
+                executor = (DuckDBRoute if route.backfill == "duckdb" else SparkRoute)(dict(self.catalog.settings))
+                job.backfill = Backfill(executor, planned.lowered(route.backfill, history=True),
+                                        state_reach(planned.optimized))
+            return job
+        lowered = planned.lowered(engine)
+        if lowered.streaming:  # over watched files: a Structured Streaming query
+            job = SparkStreamJob(dict(self.catalog.settings), lowered, output, planned.physical, route.reason)
+            self.scheduler.add(name, job)
+            return job
         executor = (DuckDBRoute if engine == "duckdb" else SparkRoute)(dict(self.catalog.settings))
-        job = BatchJob(executor, planned.lowered(engine), output, planned.physical, route.reason)
+        job = BatchJob(executor, lowered, output, planned.physical, route.reason)
         self.scheduler.add(name, job)
         return job
 

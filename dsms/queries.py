@@ -37,6 +37,7 @@ from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
 from .runtime.progress import job_progress
+from .runtime.spark_stream import SparkStreamJob
 from .runtime.state import StateStore
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class Queries:
         handle = QueryHandle(self.engine, qid, job, output, planned.changelog, planned.warnings) \
             if isinstance(output, CollectOutput) else None
         query = RunningQuery(qid, kind, job, output, planned, handle, uid)
+        self._attach(query)
         if saved is not None:
             query.checkpoint_seq = found[0]
             query.checkpointed = query.progress_marker()
@@ -220,7 +222,15 @@ class Queries:
         for query in due:
             self.checkpoint(query, now)
 
+    def _attach(self, query: RunningQuery) -> None:
+        """A continuous Spark query keeps Spark's checkpoint in the query's folder and is checkpointed after
+        each micro-batch (its output then never runs ahead of its checkpoint)."""
+        if query.uid is not None and self.engine.durable is not None and isinstance(query.job, SparkStreamJob) \
+                and query.job.state_path is None:
+            query.job.attach_state(self.engine.durable.checkpoint_dir(query.uid), lambda: self.checkpoint(query))
+
     def checkpoint(self, query: RunningQuery, now: int | None = None) -> None:
+        self._attach(query)  # a new standing query gets its folder (uid) after it starts
         query.checkpoint_seq += 1
         ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
@@ -244,7 +254,8 @@ class Queries:
             if isinstance(q.job, _Unstarted):
                 continue
             if isinstance(q.job, BatchJob):  # one statement: no operators to wait for
-                rows.append({"query": q.id, "operator": f"batch statement on {q.job.route} ({q.job.reason})",
+                what = "Structured Streaming query" if isinstance(q.job, SparkStreamJob) else "batch statement"
+                rows.append({"query": q.id, "operator": f"{what} on {q.job.route} ({q.job.reason})",
                              "input_watermarks": "", "watermark": format_watermark(q.job.watermark),
                              "held_back_by": "", "idle": "no", "next_fire": "", "late": sum(q.job.late.values()),
                              "state_rows": 0, "state_bytes": 0})

@@ -333,12 +333,12 @@ class _Build(Transformer):
         values = [c for c in children if not isinstance(c, Token)]
         key = values[0] if values else None
         value = values[1] if len(values) > 1 else None
-        return st.SetOption(_span(meta), self.source, key=key.lower() if key else None, value=value)
+        return st.SetOption(_span(meta), self.source, key=_setting(key), value=value)
 
     @v_args(meta=True)
     def reset(self, meta, children):
         values = [c for c in children if not isinstance(c, Token)]
-        return st.ResetOption(_span(meta), self.source, key=values[0].lower() if values else None)
+        return st.ResetOption(_span(meta), self.source, key=_setting(values[0]) if values else None)
 
     @v_args(meta=True)
     def pause(self, meta, children):
@@ -352,3 +352,10 @@ class _Build(Transformer):
     def query(self, meta, children):
         q = self._query(children[0])
         return st.QueryStatement(q.span, self.source, query=q)
+
+
+def _setting(key: str | None) -> str | None:
+    """A SET key: dsms's own are case-insensitive; Spark's (``spark.*``) keep their case, as Spark reads them."""
+    if key is None or key.lower().startswith("spark."):
+        return key
+    return key.lower()

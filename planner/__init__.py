@@ -24,6 +24,7 @@ from .binder import bind_query
 from .catalog import Catalog
 from .explain import explain_logical, explain_physical
 from .lower_plan import Lowered, LoweringRefused, lower_plan
+from .lower_stream import unbounded_sources
 from .optimizer import optimize
 from .physical import PhysicalPlan
 from .physical_plan import UnsupportedPlan, plan_physical
@@ -56,13 +57,19 @@ class PlannedQuery:
         text = explain_physical(self.physical)
         return "\n".join([f"warning: {w}" for w in self.warnings] + [text])
 
-    def lowered(self, dialect: str) -> Lowered:
-        """The query as one ``duckdb`` or ``spark`` statement for a batch route.
+    def lowered(self, dialect: str, streaming: bool | None = None, history: bool = False) -> Lowered:
+        """The query as one ``duckdb`` or ``spark`` statement.
+
+        On Spark, a query over watched files is lowered for Structured
+        Streaming (``streaming`` None: whenever it reads one, unless
+        ``history``: the backfill of their history, ``backfill.py``).
 
         Raises:
-            LoweringRefused: the batch routes cannot run this query (the message says why).
+            LoweringRefused: the route cannot run this query (the message says why).
         """
-        return lower_plan(self.optimized, dialect)
+        if streaming is None:
+            streaming = dialect == "spark" and not history and bool(unbounded_sources(self.optimized))
+        return lower_plan(self.optimized, dialect, streaming, history)
 
     def lowered_sql(self, dialect: str, pretty: bool = True) -> str:
         return self.lowered(dialect).sql(pretty=pretty)

@@ -30,12 +30,14 @@ DEFAULT_SETTINGS = {
 
 
 def resolve_path(path: str | None, base_dir: str | None) -> str | None:
-    """A connector path; relative paths resolve against the script's folder."""
+    """A connector path; relative paths resolve against the script's folder (a trailing ``/``, which
+    makes a sink a directory of part files, is kept)."""
     if path is None:
         return None
+    directory = path.endswith(("/", os.sep))
     if not os.path.isabs(path) and base_dir:
         path = os.path.join(base_dir, path)
-    return os.path.normpath(path)
+    return os.path.normpath(path) + (os.sep if directory else "")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from .joins import Join
 from .lower_sql import FILE, OP, ROW, alias, and_, c, micros, sub, window
+from .lower_stream import interval_bound
 from .sqlgen import lit
 
 KIND = {"inner": None, "left": "LEFT", "right": "RIGHT", "full": "FULL"}
@@ -59,7 +60,12 @@ def lower_join(lw, node: Join):
     if node.strategy == "temporal":
         return _temporal(lw, node)
     extra: list[exp.Expression] = []
-    if node.strategy == "interval":
+    if node.strategy == "interval" and lw.streaming(node):  # Spark reads the bounds off the timestamps
+        b = node.bounds
+        extra.append(interval_bound(b.left_time, b.right_time, b.lower, b.upper))
+        # Spark's stream-stream outer joins find partners by key in their state, where a NULL key meets NULL
+        extra += [exp.Not(this=exp.Is(this=lw.expr(a, node.schema), expression=exp.Null())) for a, _ in node.equi]
+    elif node.strategy == "interval":
         b = node.bounds
         lt, rt = micros(c(b.left_time)), micros(c(b.right_time))
         extra.append(exp.Between(this=rt, low=exp.Add(this=lt, expression=lit(b.lower)),

@@ -41,12 +41,13 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from sqlglot import exp
 
 from . import logical as L
+from .backfill import check_backfill, max_event_time, watermark_at_seam
 from .catalog import SourceDef
 from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
@@ -56,22 +57,13 @@ from .logical_rank import TopN
 from .lower_join import lower_join
 from .lower_rank import lower_over, lower_snapshot_diff, lower_topn
 from .lower_scan import ScanSpec, scan_select, scan_spec, table_state
-from .lower_sql import DIALECTS, ORDER, alias, c, cast, table
+from .lower_sql import DIALECTS, ORDER, RUNTIME, LoweringRefused, alias, c, cast, table
+from .lower_stream import check_stream, streaming_nodes
 from .lower_window import lower_aggregate, lower_window_aggregate, lower_window_tvf
-from .physical_plan import UnsupportedPlan, required_columns, scans_under_event_time
+from .physical_plan import required_columns, scans_under_event_time
 from .physical_window import time_kinds
 from .sqlgen import typed
 from .types import Schema
-
-RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
-
-
-class LoweringRefused(UnsupportedPlan):
-    """A query a batch route cannot run; the message names the operator and the route that can."""
-
-    def __init__(self, message: str, what: str = "", why: str = ""):
-        super().__init__(message)
-        self.what, self.why = what, why
 
 
 @dataclass(frozen=True)
@@ -92,12 +84,18 @@ class Rel:
 
 @dataclass(frozen=True)
 class Lowered:
-    """A query lowered to one statement of ``dialect``, and the scan relations it reads."""
+    """A query lowered to one statement of ``dialect``, and the scan relations it reads.
+
+    ``streaming``: a Spark Structured Streaming query (its streaming scans
+    are read as files appear; see ``lower_stream.py``).
+    """
 
     dialect: str
     tree: exp.Expression
     scans: tuple[ScanSpec, ...]
     schema: Schema
+    streaming: bool = False
+    history: bool = False  # a backfill: the history of watched files, cut at the seam (backfill.py)
 
     def sql(self, pretty: bool = False) -> str:
         return self.tree.sql(dialect=self.dialect, pretty=pretty)
@@ -106,10 +104,17 @@ class Lowered:
         """The statement, after a comment per scan relation saying what it holds."""
         within = "its file" if self.dialect == "spark" else "the source"
         lines = []
+        if self.streaming:
+            lines.append("-- a Spark Structured Streaming query in append mode: each row is written once")
         for s in self.scans:
             src = s.source
             lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
                          f"reader: {', '.join(s.relation_schema.names)}")
+            if s.streaming:
+                lines.append(f"--   a stream: new files as they appear; late events judged by Spark's watermark "
+                             f"on {s.time_column} ({s.bound_us} us behind the largest time of earlier micro-batches)"
+                             if s.time_column else "--   a stream: new files as they appear")
+                continue
             if s.time_column and s.drop_late:
                 lines.append(f"--   __mx: the largest {s.time_column} before each row in {within}; "
                              f"{'only the late rows' if s.late_only else 'rows'} "
@@ -117,21 +122,27 @@ class Lowered:
         return "\n".join(lines + [self.sql(pretty=True)])
 
 
-def lower_plan(root: L.Node, dialect: str) -> Lowered:
+def lower_plan(root: L.Node, dialect: str, streaming: bool = False, history: bool = False) -> Lowered:
     """Lower ``root`` to one ``dialect`` statement (``duckdb`` or ``spark``).
 
+    ``streaming``: for Spark Structured Streaming, its watched sources read
+    as streams (``lower_stream.py``). ``history``: a backfill, its watched
+    sources read as they are now and its windows cut at the seam (``backfill.py``).
+
     Raises:
-        LoweringRefused: the plan has an operator the batch routes cannot run.
+        LoweringRefused: the plan has an operator the route cannot run.
     """
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r}")
-    return _Lowering(root, dialect).build()
+    if streaming and dialect != "spark":
+        raise ValueError("only Spark runs streaming statements")
+    return _Lowering(root, dialect, streaming, history).build()
 
 
-def refusal(root: L.Node, route: str) -> LoweringRefused | None:
+def refusal(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> LoweringRefused | None:
     """Why ``route`` cannot run ``root`` (None: it can), without lowering it."""
     try:
-        _check(root, route)
+        _check(root, route, streaming, history)
     except LoweringRefused as e:
         return e
     return None
@@ -141,7 +152,7 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
     return LoweringRefused(f"the {route} route cannot {what}: {why}; {RUNTIME}", what, why)
 
 
-def _check(root: L.Node, route: str) -> None:
+def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     if "processing" in time_kinds(root) or any(
             f.proctime for n in L.walk(root) if isinstance(n, L.Scan) for f in n.schema):
         raise _refuse(route, "run a query on processing time",
@@ -151,7 +162,7 @@ def _check(root: L.Node, route: str) -> None:
             src: SourceDef = n.source
             if src.connector != "file":
                 raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
-            if not src.bounded:
+            if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")
         if isinstance(n, Join) and n.strategy == "lookup":
@@ -163,13 +174,20 @@ def _check(root: L.Node, route: str) -> None:
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    if streaming:
+        check_stream(root)
+    if history:
+        check_backfill(root, route)
 
 
 class _Lowering:
-    def __init__(self, root: L.Node, dialect: str):
-        _check(root, dialect)
+    def __init__(self, root: L.Node, dialect: str, streaming: bool = False, history: bool = False):
+        _check(root, dialect, streaming, history)
         self.root = root
         self.dialect = dialect
+        self.history = history
+        self.scan_max_of: dict[int, str] = {}  # history: a scan's largest event time, by the scan's id
+        self.streams = streaming_nodes(root) if streaming else {}  # nodes over a stream, by id
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
         self.timed = scans_under_event_time(root)
@@ -190,12 +208,13 @@ class _Lowering:
         schema = self.root.schema
         query = exp.select(*[c(n) for n in out.columns]).from_(self.use(out))
         rowtime = schema.rowtime
-        if rowtime is not None:  # in event-time order, as the runtime emits (ties in no particular order)
+        streaming = self.streaming(self.root)
+        if rowtime is not None and not streaming:  # in event-time order, as the runtime emits (ties: any order)
             query = query.order_by(exp.Ordered(this=c(rowtime.name)))
         for name, body in self.ctes:
             materialized = self.dialect == "duckdb" and self.uses.get(name, 0) > 1
             query = query.with_(exp.to_identifier(name, quoted=True), as_=body, materialized=materialized or None)
-        return Lowered(self.dialect, query, tuple(self.scans), schema)
+        return Lowered(self.dialect, query, tuple(self.scans), schema, streaming, self.history)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -223,6 +242,23 @@ class _Lowering:
     def expr(self, e: exp.Expression, schema: Schema) -> exp.Expression:
         """A bound expression over ``schema``, typed so that it renders with Flink's meaning."""
         return typed(e, schema)
+
+    def streaming(self, node: L.Node) -> bool:
+        """Whether ``node`` is computed over a stream (a Spark Structured Streaming query)."""
+        return id(node) in self.streams
+
+    def watermark_at_seam(self, node: L.Node) -> exp.Expression:
+        """A backfill: ``node``'s output watermark once the history is read (``backfill.py``)."""
+        return watermark_at_seam(node, self.scan_max)
+
+    def scan_max(self, scan: L.Scan) -> exp.Expression:
+        """The largest event time of a scan's history, as a scalar subquery (over its on-time rows: the
+        largest time is never late)."""
+        if id(scan) not in self.scan_max_of:
+            rel = self.rel(scan)
+            query = exp.select(alias(max_event_time(scan.source.watermark.column), "m")).from_(self.use(rel))
+            self.scan_max_of[id(scan)] = self.cte("m", query)
+        return exp.Subquery(this=exp.select(c("m")).from_(table(self.scan_max_of[id(scan)])))
 
     def needed(self, node: L.Node) -> set[str]:
         return self.required.get(id(node), set(node.schema.names))
@@ -267,6 +303,8 @@ class _Lowering:
 
     def scan(self, node: L.Scan | LateScan, keep_op: bool = False) -> Rel:
         spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed)
+        if self.streaming(node):  # Spark's watermark judges late events of a stream
+            spec = replace(spec, drop_late=False, streaming=True)
         self.scans.append(spec)
         names = node.schema.names
         query = scan_select(spec, node.schema, self.per_file_max, self.cte, keep_op=keep_op)

@@ -78,6 +78,7 @@ class ScanSpec:
     bound_us: int  # watermark delay + allowed lateness: how far behind the running maximum an event is late
     drop_late: bool
     late_only: bool
+    streaming: bool = False  # read as a stream by Spark Structured Streaming (lower_stream.py)
 
     @property
     def changes(self) -> str:

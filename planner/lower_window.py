@@ -32,6 +32,8 @@ from sqlglot import exp
 
 from . import logical as L
 from .lower_sql import ORDER, add, alias, asc, c, cast, floor_us, micros, minus, rows_frame, sub, timestamp, window
+from .lower_stream import W as STRUCT
+from .lower_stream import stream_window_bounds, stream_window_rows
 from .sqlgen import lit
 from .types import sum_type
 
@@ -76,9 +78,11 @@ def sessions(lw, w: L.WindowSpec, src) -> exp.Select:
     return exp.select(*[c(n) for n in names], c("__sid"), *bounds).from_(sub(numbered, "i"))
 
 
-def window_columns() -> list[exp.Expression]:
-    return [alias(timestamp(c(WS)), "window_start"), alias(timestamp(c(WE)), "window_end"),
-            alias(timestamp(minus(c(WE), L.WINDOW_TIME_OFFSET_US)), "window_time")]
+def window_columns(start: exp.Expression | None = None, end: exp.Expression | None = None) -> list[exp.Expression]:
+    """window_start, window_end and window_time from a window's bounds in microseconds (``__ws``, ``__we``)."""
+    start, end = start or c(WS), end or c(WE)
+    return [alias(timestamp(start), "window_start"), alias(timestamp(end), "window_end"),
+            alias(timestamp(minus(end.copy(), L.WINDOW_TIME_OFFSET_US)), "window_time")]
 
 
 def lower_window_tvf(lw, node: L.WindowTVF):
@@ -92,11 +96,27 @@ def lower_window_tvf(lw, node: L.WindowTVF):
 def lower_window_aggregate(lw, node: L.WindowAggregate):
     src = lw.rel(node.input)
     w = node.window
+    if lw.streaming(node):
+        return _stream_window_aggregate(lw, node, src)
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.kind == "SESSION" else []) + [c(k) for k in node.keys]
     items = window_columns() + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
+    if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
+        query = query.where(exp.LTE(this=c(WE), expression=lw.watermark_at_seam(node.input)))
+    return lw.add(query, node.schema.names)
+
+
+def _stream_window_aggregate(lw, node: L.WindowAggregate, src):
+    """Over a stream: grouped by Spark's window struct, which carries the watermark (``lower_stream.py``)."""
+    w = node.window
+    rows = lw.add(stream_window_rows(lw, w, src), list(src.columns) + [STRUCT] + (["__we"] if w.kind == "CUMULATE"
+                                                                                   else []))
+    start, end, group = stream_window_bounds(w)
+    items = window_columns(start, end) + [c(k) for k in node.keys] + \
+        [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(rows)).group_by(*group, *[c(k) for k in node.keys])
     return lw.add(query, node.schema.names)
 
 

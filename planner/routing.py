@@ -2,7 +2,9 @@
 
 * ``runtime``: the in-process incremental runtime (every query it can plan);
 * ``duckdb``: the query lowered to one DuckDB statement over its files;
-* ``spark``: the query lowered to Spark SQL, run through PySpark;
+* ``spark``: the query lowered to Spark SQL, run through PySpark; over
+  watched files (``watch = 'true'``), a Spark Structured Streaming query
+  (the *continuous* Spark route, ``lower_stream.py``);
 * ``auto`` (the default) picks, in this order:
 
   1. the runtime when a batch route cannot run the query (memory or
@@ -15,6 +17,9 @@
   3. DuckDB when the files' estimated size is at most ``'batch.max_bytes'``
      (file sizes; Parquet's uncompressed row-group sizes), else Spark.
 
+A query the runtime runs over watched files takes its history from a
+batch route first when ``SET 'backfill' = 'duckdb' | 'spark'`` (``backfill.py``).
+
 Example:
     >>> parse_size("512MB"), parse_size("2g"), parse_size("1000")
     (536870912, 2147483648, 1000)
@@ -25,13 +30,14 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import logical as L
 from .catalog import SourceDef
 from .logical_late import LateScan
 from .lower_plan import refusal
+from .lower_stream import unbounded_sources
 
 ENGINES = ("auto", "runtime", "duckdb", "spark")
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
@@ -42,9 +48,14 @@ _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb":
 class Route:
     engine: str  # runtime | duckdb | spark
     reason: str
+    continuous: bool = False  # spark over watched files: a Structured Streaming query (lower_stream.py)
+    backfill: str | None = None  # the runtime after the history of its watched files ran on this route
 
     def describe(self) -> str:
-        return f"route: {self.engine} ({self.reason})"
+        text = f"route: {self.engine}{' continuous' if self.continuous else ''} ({self.reason})"
+        if self.backfill:
+            text += f"; backfill: {self.backfill} (the files present when the query starts, then the runtime)"
+        return text
 
 
 def parse_size(text: str) -> int:
@@ -71,17 +82,33 @@ def sources_of(root: L.Node) -> list[SourceDef]:
 
 
 def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> Route:
-    """The route of the query ``root`` under ``settings``.
-
-    ``estimate(source)`` is the source's size in bytes (it may raise: the
-    query then stays on the runtime, which reports the problem when it reads).
+    """The route of the query ``root`` under ``settings``, with its backfill (``SET 'backfill'``).
 
     Raises:
-        LoweringRefused: ``engine`` names a batch route that cannot run the query.
+        LoweringRefused: ``engine`` names a route that cannot run the query, or the query cannot backfill.
     """
+    route = _choose(root, settings, estimate)
+    backfill = settings.get("backfill", "off").lower()
+    if route.engine != "runtime" or backfill == "off" or not unbounded_sources(root):
+        return route
+    refused = refusal(root, backfill, history=True)
+    if refused is not None:
+        raise refused
+    return replace(route, backfill=backfill)
+
+
+def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> Route:
+    """The engine (``estimate(source)``: its size in bytes; if it raises, the query stays on the runtime,
+    which reports the problem where it reads)."""
     engine = settings.get("engine", "auto").lower()
     if engine == "runtime":
         return Route("runtime", "SET 'engine' = 'runtime'")
+    if engine == "spark" and unbounded_sources(root):
+        refused = refusal(root, engine, streaming=True)
+        if refused is not None:
+            raise refused
+        names = ", ".join(f"'{s.name}'" for s in unbounded_sources(root))
+        return Route(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
     if engine in ("duckdb", "spark"):
         refused = refusal(root, engine)
         if refused is not None:

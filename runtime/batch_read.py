@@ -65,7 +65,9 @@ class ReadPlan:
         values = spec.value_schema
         if src.kind == "table":
             values = values.append(pa.field(OP, pa.int8()))
-        return ReadPlan(src.name, dict(src.options), src.path, read, not_null, spec.changes, spec.computed_sql,
+        # Each read is bounded: a watched source (the continuous Spark route) is read a whole file at a time.
+        options = {k: v for k, v in src.options.items() if k != "watch"}
+        return ReadPlan(src.name, options, src.path, read, not_null, spec.changes, spec.computed_sql,
                         values, spec.relation_schema, spec.time_column, batch_rows)
 
     # -- files -------------------------------------------------------------------------------
@@ -101,13 +103,25 @@ class RouteError(DsmsError):
 
 
 class ScanStats:
-    """What reading a scan saw, for the run's summary (``late`` is None where it is not counted)."""
+    """What reading a scan saw, for the run's summary (``late`` is None where it is not counted).
+
+    ``files``: per file read, its largest event time (None: no rows) and
+    the reader's position at its end; ``end``: the position after the last
+    file (where a runtime reader continues after a backfill).
+    """
 
     def __init__(self, name: str):
         self.name = name
         self.rows_read = 0
         self.skipped = 0
         self.late: int | None = 0
+        self.files: dict[str, tuple[int | None, dict]] = {}
+        self.end: dict | None = None
+
+    def file_read(self, name: str, top: int, position: dict) -> None:
+        old = self.files.get(name, (None, None))[0]
+        top = None if top <= MIN_WATERMARK else top
+        self.files[name] = (top if old is None else old if top is None else max(old, top), position)
 
 
 class RunStats:
@@ -136,11 +150,14 @@ def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.Rec
                 continue
             name = reader.position.get("file")
             index = files[name]
-            table, top = _with_order(plan, raw, duck, index, rows.get(index, 0), top)
+            table, top, batch_top = _with_order(plan, raw, duck, index, rows.get(index, 0), top)
             rows[index] = rows.get(index, 0) + raw.num_rows
             if stats is not None:
                 stats.rows_read += raw.num_rows
+                stats.file_read(name, batch_top, reader.position)
             yield from table.to_batches()
+        if stats is not None:
+            stats.end = reader.position
     finally:
         if stats is not None:
             stats.skipped = reader.skipped
@@ -149,12 +166,14 @@ def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.Rec
             duck.close()
 
 
-def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str | None) -> Iterator[pa.RecordBatch]:
+def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str | None,
+               report=None) -> Iterator[pa.RecordBatch]:
     """Some files of a source, each on its own: ``__mx`` is the running maximum within each file.
 
     ``files``: (place in the source, path). Rejected rows of file ``i`` go to
     ``<dead_letters>/<i>.jsonl`` (merged in file order by :func:`merge_dead_letters`).
     A bad row raises an error whose text carries the SourceError's fields.
+    ``report(name, largest time, position)`` is told each file's end.
     """
     duck = Duck(threads=1) if plan.computed_sql else None
     try:
@@ -169,9 +188,11 @@ def read_files(plan: ReadPlan, files: list[tuple[int, str]], dead_letters: str |
                         break
                     if raw.num_rows == 0:
                         continue
-                    table, top = _with_order(plan, raw, duck, index, row, top)
+                    table, top, _ = _with_order(plan, raw, duck, index, row, top)
                     row += raw.num_rows
                     yield from table.to_batches()
+                if report is not None:
+                    report(reader.position.get("file"), top, reader.position)
             except SourceError as e:
                 fields = {"message": e.reason, "source": e.source, "file": e.file, "line": e.line, "column": e.column}
                 raise RuntimeError(_ERROR_MARK + json.dumps(fields) + _ERROR_MARK) from None
@@ -193,7 +214,7 @@ def source_error_in(text: str) -> SourceError | None:
 
 
 def merge_dead_letters(folder: str, target: str) -> int:
-    """Append the per-file dead letters in ``folder`` to ``target``, in file order; the rows moved."""
+    """Move the per-file dead letters in ``folder`` to the end of ``target``, in file order; the rows moved."""
     names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl")) if os.path.isdir(folder) else []
     moved = 0
     if not names:
@@ -205,20 +226,24 @@ def merge_dead_letters(folder: str, target: str) -> int:
                 for line in f:
                     out.write(line)
                     moved += 1
+            os.remove(os.path.join(folder, n))
     return moved
 
 
 def _with_order(plan: ReadPlan, raw: pa.Table, duck: Duck | None, index: int, first_row: int, top: int):
-    """A batch with its computed columns and ``__file``, ``__row``, ``__mx``; the new running maximum."""
+    """A batch with its computed columns and ``__file``, ``__row``, ``__mx``; the new running maximum, and
+    the batch's largest time."""
     table = conform(duck.run(plan.computed_sql, raw), plan.value_schema) if plan.computed_sql else raw
     n = table.num_rows
+    batch_top = MIN_WATERMARK
     if plan.time_column is not None:
         ts, _ = event_times(table, plan.time_column, plan.name)
         before, top = running_max_before(ts, top)
         max_before = pa.array(before, pa.int64(), mask=before == MIN_WATERMARK)
+        batch_top = int(ts.max()) if n else MIN_WATERMARK
     else:
         max_before = pa.nulls(n, pa.int64())
     columns = [table.column(f.name) for f in plan.value_schema] + [
         pa.array(np.full(n, index, dtype=np.int32)), pa.array(np.arange(first_row, first_row + n, dtype=np.int64)),
         max_before]
-    return pa.Table.from_arrays(columns, schema=plan.relation_schema), top
+    return pa.Table.from_arrays(columns, schema=plan.relation_schema), top, batch_top

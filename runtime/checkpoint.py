@@ -31,6 +31,7 @@ from ..grammar import DsmsError
 from ..planner.physical import PhysicalPlan
 from .batch_job import BatchJob
 from .job import Job, ValuesSource
+from .spark_stream import SparkStreamJob
 
 _PREFIX = "ckpt-"
 
@@ -48,6 +49,10 @@ class Checkpoint:
 
 def capture(job: Job | BatchJob) -> Checkpoint:
     """A checkpoint of ``job`` now (call it between turns)."""
+    if isinstance(job, SparkStreamJob):  # Spark keeps the state: the last micro-batch in the output
+        meta = {"route": job.route, "streaming": True, "batch": job.committed, "done": False,
+                "rows_out": job.metrics.rows_out, "plan": plan_fingerprint(job.plan)}
+        return Checkpoint(meta, {}, *job.output.checkpoint())
     if isinstance(job, BatchJob):  # no state: whether it finished, and its output
         meta = {"route": job.route, "done": job.done, "rows_out": job.metrics.rows_out,
                 "plan": plan_fingerprint(job.plan)}
@@ -65,6 +70,7 @@ def capture(job: Job | BatchJob) -> Checkpoint:
         "rows_out": job.metrics.rows_out,
         "done": job.done,
         "plan": plan_fingerprint(job.plan),
+        "backfill": "pending" if job.backfill is not None else None,  # not yet: it runs again after a restart
     }
     output, contents = job.output.checkpoint()
     return Checkpoint(meta, job.env.state.snapshot(), output, contents)
@@ -76,10 +82,16 @@ def restore(job: Job, ckpt: Checkpoint) -> None:
     if meta.get("plan") != plan_fingerprint(job.plan):
         raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
                         "of dsms?), so its state does not fit; drop it and create it again")
+    if isinstance(job, SparkStreamJob):  # micro-batches up to this one are in the output (cut back to it)
+        job.committed = int(meta["batch"])
+        job.metrics.rows_out = int(meta["rows_out"])
+        return
     if isinstance(job, BatchJob):
         job.done = bool(meta["done"])  # not done: it runs again from the start, into a truncated output
         job.metrics.rows_out = int(meta["rows_out"]) if job.done else 0
         return
+    if meta.get("backfill") != "pending":
+        job.backfill = None  # the history was backfilled before this checkpoint
     job.env.state.restore(ckpt.state)
     for op_id, s in job.sources:
         saved = meta["sources"].get(str(op_id))

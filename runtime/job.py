@@ -189,6 +189,8 @@ class Job(Lifecycle):
         self._timed = [i for i, logic in self.logics.items() if type(logic).on_tick is not Logic.on_tick]
         self.idle_ports: dict[int, set[int]] = {op.id: set() for op in plan.ops}
         self.source_idle: dict[int, bool] = {}
+        self.backfill = None  # its history on a batch route first, as its first turn (runtime/backfill.py)
+        self.backfilled = None  # that backfill, once done (what it read and where the replay began)
 
     # -- driving --------------------------------------------------------------------
 
@@ -198,9 +200,18 @@ class Job(Lifecycle):
             return False
         began = time.perf_counter()
         try:
+            if self.backfill is not None:
+                backfill, self.backfill = self.backfill, None
+                backfill.run(self)
+                self.backfilled = backfill
+                return True
             return self._turn()
         finally:
             self.metrics.busy_s += time.perf_counter() - began
+
+    def replay_turn(self) -> bool:
+        """One turn while a backfill replays the history (its output is muted meanwhile)."""
+        return self._turn()
 
     def _turn(self) -> bool:
         active = [(op_id, s) for op_id, s in self.sources if not s.finished]

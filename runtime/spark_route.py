@@ -44,6 +44,7 @@ from .batch_read import (
     read_files,
     source_error_in,
 )
+from .connectors.dir_sink import DirectorySink, write_part
 from .duck import conform
 
 _SPARK_TYPES = {pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT",
@@ -99,63 +100,132 @@ class SparkRoute:
         self.settings = settings or {}
         self.batch_rows = batch_rows
 
-    def run(self, lowered: Lowered, write, out_schema: pa.Schema) -> RunStats:
+    def run(self, lowered: Lowered, write, out_schema: pa.Schema, parts: DirectorySink | None = None) -> RunStats:
+        """Run ``lowered``: its rows to ``write`` on the driver, or written by the executors as ``parts``."""
         began = time.perf_counter()
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         spark = spark_session(self.settings)
         stats.startup_seconds = time.perf_counter() - began
-        cached, views, dead, counters = [], [], [], []
+        scans = BoundedScans(spark, self.batch_rows)
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
-                plan = ReadPlan.of(spec, self.batch_rows)
-                scan_stats.late = None  # judged inside the statement, not counted
-                files = plan.files()
-                folder = tempfile.mkdtemp(prefix="dsms-dead-letter-") if plan.dead_letter_path() else None
-                if folder:
-                    dead.append((folder, plan.dead_letter_path(), scan_stats))
-                rows = [(i, path) for i, (_, path) in enumerate(files)]
-                # One task per file, or per run of files when there are many (read in order within a task).
-                slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
-                listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
-                counter = spark.sparkContext.accumulator(0)
-                counters.append((counter, scan_stats))
-                frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter),
-                                           spark_schema(plan.relation_schema))
-                if spec.drop_late and spec.time_column is not None:
-                    frame = frame.persist()
-                    cached.append(frame)
-                frame.createOrReplaceTempView(spec.relation)
-                views.append(spec.relation)
+                scans.add(spec, scan_stats).createOrReplaceTempView(spec.relation)
             try:
-                result = spark.sql(lowered.sql()).toArrow()
+                frame = spark.sql(lowered.sql())
+                if parts is not None:
+                    stats.rows_out = write_parts(frame, parts, 0, out_schema)
+                else:
+                    table = conform(_naive(frame.toArrow()), out_schema)
+                    if table.num_rows:
+                        write(table)
+                    stats.rows_out = table.num_rows
             except Exception as e:  # noqa: BLE001 - Spark's errors come through Py4J
                 raise _translate(e) from None
-            table = conform(_naive(result), out_schema)
-            if table.num_rows:
-                write(table)
-            stats.rows_out = table.num_rows
-            for folder, target, scan_stats in dead:
-                scan_stats.skipped = merge_dead_letters(folder, target)
-            for counter, scan_stats in counters:
-                scan_stats.rows_read = counter.value
+            scans.finish()
         finally:
-            for frame in cached:
-                frame.unpersist()
-            for view in views:
-                spark.catalog.dropTempView(view)
-            for folder, _, _ in dead:
-                shutil.rmtree(folder, ignore_errors=True)
+            scans.close()
+            for spec in lowered.scans:
+                spark.catalog.dropTempView(spec.relation)
         stats.seconds = time.perf_counter() - began
         return stats
 
 
-def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, batches):
+class BoundedScans:
+    """Scan relations of bounded files as Spark DataFrames: one row per file, read by dsms's readers.
+
+    ``add`` gives a scan's DataFrame (cached when the lowered SQL reads it
+    twice for the late-event rule, or when ``cache``); ``finish`` moves the
+    dead letters into place and counts the rows read; ``close`` releases it all.
+    """
+
+    def __init__(self, spark, batch_rows: int = BATCH_ROWS):
+        self.spark, self.batch_rows = spark, batch_rows
+        self.cached, self.dead, self.counters = [], [], []
+
+    def add(self, spec, stats: ScanStats, cache: bool = False):
+        spark = self.spark
+        plan = ReadPlan.of(spec, self.batch_rows)
+        stats.late = None  # judged inside the statement, not counted
+        files = plan.files()
+        folder = tempfile.mkdtemp(prefix="dsms-dead-letter-") if plan.dead_letter_path() else None
+        if folder:
+            self.dead.append((folder, plan.dead_letter_path(), stats))
+        rows = [(i, path) for i, (_, path) in enumerate(files)]
+        # One task per file, or per run of files when there are many (read in order within a task).
+        slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
+        listing = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "__fi INT, __path STRING")
+        counter = spark.sparkContext.accumulator(0)
+        files_read = spark.sparkContext.accumulator({}, _FileReports())
+        self.counters.append((counter, files_read, stats))
+        frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter, files_read),
+                                   spark_schema(plan.relation_schema))
+        if cache or (spec.drop_late and spec.time_column is not None):
+            frame = frame.persist()
+            self.cached.append(frame)
+        return frame
+
+    def finish(self) -> None:
+        for folder, target, stats in self.dead:
+            stats.skipped += merge_dead_letters(folder, target)
+        for counter, files_read, stats in self.counters:
+            stats.rows_read = counter.value
+            for name in sorted(files_read.value):
+                top, position = files_read.value[name]
+                stats.file_read(name, top, position)
+            if stats.files:
+                stats.end = stats.files[max(stats.files)][1]
+
+    def close(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
+        for folder, _, _ in self.dead:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.cached, self.dead = [], []
+
+
+def _read_partition(plan: ReadPlan, dead_letters: str | None, counter, files_read, batches):
     """mapInArrow: the files listed in a partition, read by dsms's readers (runs in a Python worker)."""
+
+    def report(name, top, position):
+        files_read.add({name: (top, position)})
+
     for batch in batches:
         files = list(zip(batch.column("__fi").to_pylist(), batch.column("__path").to_pylist()))
-        for out in read_files(plan, files, dead_letters):
+        for out in read_files(plan, files, dead_letters, report):
             counter.add(out.num_rows)
             yield out
+
+
+class _FileReports:
+    """An accumulator (an AccumulatorParam) of what each task saw of its files: {name: (largest time, end position)}."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
+
+
+def write_parts(frame, sink: DirectorySink, batch: int, out_schema: pa.Schema) -> int:
+    """Write ``frame`` from the executors as ``sink``'s part files of ``batch``; the rows written."""
+    written = frame.mapInArrow(partial(_write_task, sink.spec, batch, out_schema),
+                               "hidden STRING, final STRING, rows BIGINT").collect()
+    sink.commit(batch, [(r["hidden"], r["final"]) for r in written])
+    return sum(r["rows"] for r in written)
+
+
+def _write_task(spec, batch: int, out_schema: pa.Schema, batches):
+    """mapInArrow: one task's rows rendered by dsms's encoders into a hidden part (runs in a Python worker)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    rows = (conform(_naive(pa.Table.from_batches([b])), out_schema).combine_chunks().to_batches()
+            for b in batches)
+    done = write_part(spec, batch, context.partitionId(), context.attemptNumber(),
+                      (piece for pieces in rows for piece in pieces))
+    if done is not None:
+        yield pa.RecordBatch.from_pydict({"hidden": [done[0]], "final": [done[1]], "rows": [done[2]]})
 
 
 def _naive(table: pa.Table) -> pa.Table:

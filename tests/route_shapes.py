@@ -400,6 +400,7 @@ class Refused:
     ddl: str
     query: str
     message: str  # what every batch route's refusal says
+    routes: tuple = ("duckdb", "spark")  # the routes that refuse it
 
 
 REFUSED = [
@@ -411,7 +412,7 @@ REFUSED = [
             "cannot read 'm' (connector 'memory')"),
     Refused("watched_files", "CREATE STREAM w (k VARCHAR, v BIGINT, ts TIMESTAMP(3)) WITH (connector = 'file', "
             "path = '{root}/s', format = 'json', watch = 'true');", "SELECT k FROM w",
-            "cannot read 'w' (watch = 'true')"),
+            "cannot read 'w' (watch = 'true')", routes=("duckdb",)),  # Spark runs it continuously
     Refused("lookup_join", "", "SELECT s.k, t.rate FROM s JOIN t ON s.k = t.k", "cannot run the lookup join"),
     Refused("istream_of_an_updating_relation", "", "ISTREAM(SELECT k, COUNT(*) AS n FROM s GROUP BY k)",
             "cannot run IStream(changes)"),

@@ -19,6 +19,7 @@ Blocks that are not statements (grammar synopses) are fenced ```text.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -35,6 +36,7 @@ from dsms.grammar import (
     Explain,
     Insert,
     QueryStatement,
+    SetOption,
     parse_script,
 )
 from dsms.runtime.clock import VirtualClock
@@ -140,6 +142,8 @@ def test_the_sql_examples_of_a_page_run(page, tmp_path, monkeypatch):
         for stmt in creates:
             engine.execute_statement(stmt)
         for where, stmt in statements:
+            if isinstance(stmt, SetOption) and stmt.key == "spark.master":
+                stmt = dataclasses.replace(stmt, value="local[1]")  # the example's cluster is not reachable here
             if isinstance(stmt, CreateSource):
                 provide_input(stmt, str(tmp_path))
             if isinstance(stmt, (*CREATES[1:], QueryStatement)):

@@ -20,6 +20,7 @@ from .base import ReadRequest, SinkError, SinkWriter, SourceError, SourceReader
 from .changelog_source import DebeziumCodec, DebeziumReader, UpsertReader, debezium_request, upsert_request
 from .csv_source import CsvCodec
 from .dead_letter import DeadLetter
+from .dir_sink import DirectorySink, is_directory_sink
 from .file_sink import APPEND_ONLY_FORMATS, JSON_FORMATS, LineSink, ParquetSink
 from .files import FileSet
 from .json_source import JsonCodec
@@ -115,7 +116,7 @@ def open_file_sink(options: dict, path: str, schema: pa.Schema, updating: bool, 
     Args:
         options: the WITH (...) options; ``format`` is one of ``json``,
             ``changelog-json``, ``debezium-json``, ``csv``, ``parquet``.
-        path: the output file.
+        path: the output file, or a directory (``out/``): part files (``dir_sink.py``).
         schema: the result's columns (an ``__op`` field, if present, is ignored).
         updating: whether the result has retractions (batches carry ``__op``).
         position: a sink position to continue from.
@@ -143,6 +144,8 @@ def open_file_sink(options: dict, path: str, schema: pa.Schema, updating: bool, 
     if OP in schema.names:
         schema = schema.remove(schema.get_field_index(OP))
     try:
+        if is_directory_sink(path):  # part files (Spark writes them from its executors)
+            return DirectorySink(path, schema, fmt, _delimiter(options, None), updating, position=position)
         if fmt == "parquet":
             return ParquetSink(path, schema, position=position)
         return LineSink(path, schema, fmt, delimiter=_delimiter(options, None), position=position)
