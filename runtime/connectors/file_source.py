@@ -8,6 +8,8 @@ error is raised at the next read, with the position left at the bad row
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import pyarrow as pa
 
 from .base import ReadRequest, SourceError
@@ -15,7 +17,7 @@ from .dead_letter import DeadLetter
 from .files import FileSet
 
 
-class FileSource:
+class FileSource(ABC):
     """A SourceReader over files, but for the reading itself (:meth:`_read`, in the subclass).
 
     Args:
@@ -52,11 +54,11 @@ class FileSource:
         if self.dead_letter is not None:
             self.dead_letter.close()
 
+    @abstractmethod
     def _read(self) -> pa.Table | None:
         """The next batch (see ``SourceReader.read``)."""
-        raise NotImplementedError
 
-    def _close_file(self) -> None:
+    def _close_file(self) -> None:  # noqa: B027 - a hook: a source that holds no open file has nothing to do
         """Let go of the file being read."""
 
     def _path(self, name: str | None = None) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from abc import ABC, abstractmethod
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,7 @@ from .lines import Chunk, LineReader
 from .salvage import BadInput, salvage
 
 
-class LineCodec:
+class LineCodec(ABC):
     """How one line format is parsed; each format subclasses it (``json_source.JsonCodec``,
     ``csv_source.CsvCodec``, ``changelog_source.DebeziumCodec``)."""
 
@@ -60,21 +61,21 @@ class LineCodec:
         """Whole lines (each ending in a newline) -> a table with the requested schema; raises BadInput."""
         return self.convert(self.parse(data))
 
+    @abstractmethod
     def parse(self, data: bytes, record_errors: list | None = None) -> pa.Table:
         """The structural step: lines -> raw columns; raises BadInput (see the codecs)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def convert(self, raw: pa.Table) -> pa.Table:
         """The value step: raw columns -> the requested schema, element-wise; raises BadInput."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, line: bytes) -> tuple[str | None, str, bool] | None:
         """A quick Python look at one line (error path): None, or (column, message, sure)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def convert_rows(self, raw: pa.Table) -> tuple[pa.Table, dict[int, tuple[str, str]]]:
         """``convert`` leaving out the rows that fail: (good rows, {row: (column, message)}). Error path."""
-        raise NotImplementedError
 
     def is_blank(self, line: bytes) -> bool:
         """A line that gives no row."""
