@@ -1,13 +1,9 @@
 """The planner: statements -> bound logical plans -> optimized DAGs -> runtime specs.
 
 Example:
-    >>> from dsms.planner import Catalog, plan_query
-    >>> from dsms.planner.ddl import bind_create_source
-    >>> from dsms.grammar import parse_statement
-    >>> catalog = Catalog()
-    >>> catalog.add(bind_create_source(parse_statement(
-    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-    ...     "WITH (connector = 'memory')")))
+    >>> from dsms.planner import declare, plan_query
+    >>> catalog = declare("CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    ...                   "WITH (connector = 'memory')")
     >>> p = plan_query("SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, "
     ...     "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, k", catalog)
     >>> p.changelog, [f.name for f in p.schema]
@@ -22,6 +18,7 @@ from ..grammar import Query, QueryStatement, parse_statement
 from . import logical
 from .binder import bind_query
 from .catalog import Catalog
+from .ddl import declare
 from .explain import explain_logical, explain_physical
 from .lower_plan import Lowered, LoweringRefused, lower_plan
 from .lower_stream import unbounded_sources
@@ -87,5 +84,5 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
     return PlannedQuery(bound, optimized, plan_physical(optimized))
 
 
-__all__ = ["Catalog", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
+__all__ = ["Catalog", "declare", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
            "lower_plan", "optimize", "plan_physical", "plan_query"]

@@ -31,13 +31,9 @@ results, tables, bounded or memory sources beside the watched ones,
 sources with an ``idle_timeout``, and ``LATE(s)``.
 
 Example:
-    >>> from dsms.planner import Catalog, plan_query
-    >>> from dsms.planner.ddl import bind_create_source
-    >>> from dsms.grammar import parse_statement
-    >>> catalog = Catalog()
-    >>> catalog.add(bind_create_source(parse_statement(
-    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-    ...     "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")))
+    >>> from dsms.planner import declare, plan_query
+    >>> catalog = declare("CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    ...                   "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '10' SECOND, INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
     >>> backfill_refusal(p.optimized, "duckdb") is None, state_reach(p.optimized)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateView, Diagnostic, SqlError
+from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateView, Diagnostic, SqlError, parse_script
 from ..grammar.diagnostics import did_you_mean
-from .catalog import MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
+from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
 from .expressions import Scope, bind_scalar, infer_type
 from .timeutil import interval_micros, node_span, parse_duration
 from .types import TIMESTAMP, Field, Schema, parse_type
@@ -62,6 +62,23 @@ def check_options(options: dict, allowed_by_connector: dict, what: str, stmt, re
             if key not in options:
                 raise SqlError(Diagnostic(f"the file connector needs '{key}'", span, stmt.source,
                                           help=f"add {key} = '...' to WITH (...)"))
+
+
+def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = None) -> Catalog:
+    """A catalog with the streams and tables ``sql`` declares: for planning without an engine.
+
+    Example:
+        >>> catalog = declare("CREATE STREAM s (k INT, ts TIMESTAMP(3)) WITH (connector = 'memory')")
+        >>> [f.name for f in catalog.get("s").schema]
+        ['k', 'ts']
+    """
+    catalog = catalog if catalog is not None else Catalog()
+    for stmt in parse_script(sql):
+        if not isinstance(stmt, CreateSource):
+            raise SqlError(Diagnostic("declare() takes CREATE STREAM and CREATE TABLE statements only",
+                                      stmt.span, stmt.source))
+        catalog.add(bind_create_source(stmt, base_dir), replace=stmt.or_replace, name=stmt.name, source=stmt.source)
+    return catalog
 
 
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:

@@ -19,13 +19,9 @@ where they clash (``right_names``). Conditions are sqlglot trees over the
 output names.
 
 Example:
-    >>> from dsms.planner import Catalog, plan_query
-    >>> from dsms.planner.ddl import bind_create_source
-    >>> from dsms.grammar import parse_statement
-    >>> catalog = Catalog()
-    >>> for name in ("imp", "clk"):
-    ...     catalog.add(bind_create_source(parse_statement(f"CREATE STREAM {name} (id BIGINT, ts TIMESTAMP(3), "
-    ...         "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory')")))
+    >>> from dsms.planner import declare, plan_query
+    >>> catalog = declare(";".join(f"CREATE STREAM {name} (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS "
+    ...                            "ts - INTERVAL '5' SECOND) WITH (connector = 'memory')" for name in ("imp", "clk")))
     >>> p = plan_query("SELECT imp.id, clk.ts FROM imp LEFT JOIN clk ON imp.id = clk.id "
     ...                "AND clk.ts BETWEEN imp.ts AND imp.ts + INTERVAL '1' MINUTE", catalog)
     >>> join = p.optimized.input

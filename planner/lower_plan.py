@@ -23,13 +23,9 @@ relation that changes with every event. Each of these depends on when
 events arrive, which a batch statement over files cannot know.
 
 Example:
-    >>> from dsms.planner import Catalog, plan_query
-    >>> from dsms.planner.ddl import bind_create_source
-    >>> from dsms.grammar import parse_statement
-    >>> catalog = Catalog()
-    >>> catalog.add(bind_create_source(parse_statement(
-    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-    ...     "WITH (connector = 'file', path = 's.jsonl', format = 'json')")))
+    >>> from dsms.planner import declare, plan_query
+    >>> catalog = declare("CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    ...                   "WITH (connector = 'file', path = 's.jsonl', format = 'json')")
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
     >>> lowered = lower_plan(p.optimized, "spark")

@@ -33,13 +33,9 @@ from watched files and single watched files (Spark reads whole new files
 in a directory; the runtime also follows a file as it grows).
 
 Example:
-    >>> from dsms.planner import Catalog, plan_query
-    >>> from dsms.planner.ddl import bind_create_source
-    >>> from dsms.grammar import parse_statement
-    >>> catalog = Catalog()
-    >>> catalog.add(bind_create_source(parse_statement(
-    ...     "CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-    ...     "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")))
+    >>> from dsms.planner import declare, plan_query
+    >>> catalog = declare("CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    ...                   "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
     >>> stream_refusal(p.optimized) is None

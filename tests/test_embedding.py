@@ -208,3 +208,15 @@ def test_a_reader_of_changes_only_keeps_no_result():
         out.write(pa.table({**row, "__op": pa.array([2], pa.int8())}))  # -U then +U
     assert len(out._unapplied) < 64
     assert out.snapshot().num_rows == 1
+
+
+def test_declare_builds_a_catalog_from_ddl_and_refuses_anything_else():
+    from dsms.planner import declare
+
+    catalog = declare("CREATE STREAM a (x INT) WITH (connector = 'memory'); "
+                      "CREATE TABLE b (id INT, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory')")
+    assert [catalog.get(n).object_kind for n in ("a", "b")] == ["stream", "table"]
+    planned = dsms.plan("SELECT a.x, b.v FROM a JOIN b ON a.x = b.id", catalog)
+    assert planned.changelog == "append-only" and planned.optimized.input.strategy == "lookup"  # a stream and a table
+    with pytest.raises(dsms.SqlError, match="CREATE STREAM and CREATE TABLE statements only"):
+        declare("SELECT 1")
