@@ -48,6 +48,7 @@ from .grammar import (
     parse_script,
     parse_statement,
 )
+from .grammar.diagnostics import did_you_mean
 from .inserts import insert_rows
 from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
 from .planner.backfill import BACKFILLS, state_reach
@@ -71,6 +72,9 @@ from .state_dir import StateDir
 
 _SETTING_VALUES = {"engine": ENGINES, "backfill": BACKFILLS, "emit": ("final", "changes"),
                    "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
+# Keys SET accepts: the engine's own, and spark.* passed to Spark.
+_SETTING_KEYS = set(DEFAULT_SETTINGS) | set(_SETTING_VALUES)
+_SETTING_PREFIXES = ("spark.",)
 # What reads what: a DROP of an object that one of these reads is refused.
 _READERS = ("view", "sink", "materialized view")
 
@@ -413,6 +417,9 @@ class Engine:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
             return Result("rows", table=rows_table(rows, ["key", "value"]))
+        if stmt.key not in _SETTING_KEYS and not stmt.key.startswith(_SETTING_PREFIXES):
+            raise SqlError(Diagnostic(f"unknown setting '{stmt.key}'", stmt.span, stmt.source,
+                                      help=did_you_mean(stmt.key, _SETTING_KEYS) or "SET alone lists the settings"))
         allowed = _SETTING_VALUES.get(stmt.key)
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
@@ -470,11 +477,14 @@ class Engine:
         """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
         readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
                    and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
+        if obj.object_kind in ("stream", "table"):  # a running SELECT was planned with it too
+            readers += [q for q in self.queries.running.values()
+                        if q.kind == "query" and not q.job.done and obj.name.lower() in _scanned(q.planned.optimized)]
         if readers:
             raise SqlError(Diagnostic(
-                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(_reader_name(r, "'") for r in readers)
                 + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
-                help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))
+                help="drop " + ", ".join(_reader_name(r) for r in readers) + " first"))
 
     def _drop_object(self, obj, stmt: Drop) -> Result:
         self._check_unread(obj, stmt, "drop")
@@ -558,3 +568,18 @@ class Engine:
         if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
+
+
+def _reader_name(reader, quote: str = "") -> str:
+    """``view 'v'`` for a catalog object, ``query 'query_3'`` for a running SELECT."""
+    if hasattr(reader, "object_kind"):
+        return f"{reader.object_kind} {quote}{reader.name}{quote}"
+    return f"query {quote}{reader.id}{quote}"
+
+
+def _scanned(node) -> set[str]:
+    """The (lower-case) names of the streams and tables a plan reads."""
+    names = {node.source.name.lower()} if hasattr(node, "source") and hasattr(node.source, "kind") else set()
+    for child in node.inputs:
+        names |= _scanned(child)
+    return names

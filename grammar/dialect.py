@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
@@ -105,6 +107,21 @@ class Dsms(Dialect):
         ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
 
         FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS}
+
+        def _parse_csv(self, parse_method, sep=TokenType.COMMA):
+            # sqlglot skips an empty item (``SELECT a, FROM s``, ``f(a,,b)``); Flink refuses it.
+            item = parse_method()
+            items = [item] if item is not None else []
+            while self._match(sep):
+                if isinstance(item, exp.Expression):
+                    self._add_comments(item)
+                item = parse_method()
+                if item is None:
+                    if sep == TokenType.COMMA:
+                        self.raise_error("Expected an item after ','", self._curr or self._prev)
+                else:
+                    items.append(item)
+            return items
 
         FUNCTION_PARSERS = {
             **parser.Parser.FUNCTION_PARSERS,
@@ -197,19 +214,21 @@ class Dsms(Dialect):
             if self._match(TokenType.L_PAREN):
                 keys = self._parse_csv(self._parse_column)
                 self._match_r_paren()
-                return keys
-            keys = [self._parse_column()]
-            while (
-                self._curr
-                and self._curr.token_type == TokenType.COMMA
-                and self._next
-                and self._next.token_type == TokenType.VAR
-                and self._next.text.upper() != "DESCRIPTOR"
-                and self._index + 2 < len(self._tokens)
-                and self._tokens[self._index + 2].token_type not in (TokenType.L_PAREN, TokenType.FARROW)
-            ):
-                self._advance()
-                keys.append(self._parse_column())
+            else:
+                keys = [self._parse_column()]
+                while (
+                    self._curr
+                    and self._curr.token_type == TokenType.COMMA
+                    and self._next
+                    and self._next.token_type == TokenType.VAR
+                    and self._next.text.upper() != "DESCRIPTOR"
+                    and self._index + 2 < len(self._tokens)
+                    and self._tokens[self._index + 2].token_type not in (TokenType.L_PAREN, TokenType.FARROW)
+                ):
+                    self._advance()
+                    keys.append(self._parse_column())
+            if not keys or any(not isinstance(k, exp.Column) for k in keys):
+                self.raise_error("a PARTITION BY needs one or more column names")
             return keys
 
     class Generator(Dialect().generator_class):  # type: ignore[misc]
@@ -238,10 +257,13 @@ def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Ex
     ``offset`` is where ``text`` starts inside ``script``; syntax errors are
     reported against the script so their line and column are the user's.
     """
+    _check_nesting(text, offset, script)
     try:
         trees = Dsms().parse(text)
     except (ParseError, TokenError) as e:
         raise _syntax_error(e, text, offset, script) from None
+    except RecursionError:  # a long chain of operators rather than parentheses
+        raise too_deep(Span(offset, offset + len(text)), script or text) from None
     trees = [t for t in trees if t is not None]
     if offset:
         # Token offsets are relative to ``text``; make them point into the script.
@@ -254,6 +276,30 @@ def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Ex
     if len(trees) != 1:
         raise SqlSyntaxError(Diagnostic("expected exactly one query", Span(offset, offset + len(text)), script or text))
     return trees[0]
+
+
+# Parentheses deeper than this are refused before sqlglot's recursive descent
+# (about 20 Python frames per level) could exhaust the interpreter's stack.
+MAX_NESTING = 32
+_NESTING_TOKENS = re.compile(r"--[^\n]*|/\*[\s\S]*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|[()]")
+
+
+def too_deep(span: Span, source: str) -> SqlSyntaxError:
+    """The error for a statement nested deeper than dsms can plan."""
+    return SqlSyntaxError(Diagnostic("the statement is nested too deeply", span, source,
+                                     help=f"use at most {MAX_NESTING} levels of parentheses or subqueries; "
+                                          "name inner parts with WITH or CREATE VIEW"))
+
+
+def _check_nesting(text: str, offset: int, script: str | None) -> None:
+    depth = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        if m.group() == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise too_deep(Span(offset + m.start(), offset + m.end()), script or text)
+        elif m.group() == ")":
+            depth = max(0, depth - 1)
 
 
 def parse_expression(text: str, offset: int = 0, script: str | None = None) -> exp.Expression:

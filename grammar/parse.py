@@ -143,7 +143,12 @@ class _Build(Transformer):
     set_key = option_key
 
     def string_value(self, children):
-        return _unquote_string(children[0])
+        tok = children[0]
+        if "\x00" in tok:  # a path or option with a NUL byte would be cut short by the OS
+            at = tok.start_pos + str(tok).index("\x00")
+            raise SqlSyntaxError(Diagnostic("a quoted option value cannot contain a NUL character",
+                                            Span(at, at + 1), self.source, help="remove the \\0 byte"))
+        return _unquote_string(tok)
 
     def number_value(self, children):
         return str(children[0])

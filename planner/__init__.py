@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grammar import Query, QueryStatement, parse_statement
+from ..grammar.dialect import too_deep
 from . import logical
 from .binder import bind_query
 from .catalog import Catalog
@@ -79,9 +80,12 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
         if not isinstance(stmt, QueryStatement):
             raise TypeError("plan_query takes a query; use dsms.plan for other statements")
         query, source = stmt.query, stmt.source
-    bound = bind_query(query, catalog, source)
-    optimized = optimize(bound)
-    return PlannedQuery(bound, optimized, plan_physical(optimized))
+    try:
+        bound = bind_query(query, catalog, source)
+        optimized = optimize(bound)
+        return PlannedQuery(bound, optimized, plan_physical(optimized))
+    except RecursionError:  # e.g. thousands of terms in one expression: a deep tree
+        raise too_deep(query.span, source or query.text) from None
 
 
 __all__ = ["Catalog", "declare", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",

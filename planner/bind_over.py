@@ -130,7 +130,7 @@ def _frame(w: exp.Window, ctx: BindContext) -> OverFrame:
     spec = w.args.get("spec")
     if spec is None:
         return OverFrame("RANGE", None)  # the SQL default with ORDER BY
-    kind = spec.args.get("kind", "").upper()
+    kind = str(spec.args.get("kind") or "").upper()
     end = spec.args.get("end")
     if end is not None and str(end).upper() != "CURRENT ROW":
         raise ctx.error("an OVER frame must end at CURRENT ROW", spec,
@@ -140,7 +140,7 @@ def _frame(w: exp.Window, ctx: BindContext) -> OverFrame:
         return OverFrame(kind, None)
     if str(start).upper() == "CURRENT ROW":
         return OverFrame(kind, 0)
-    if spec.args.get("start_side", "").upper() != "PRECEDING":
+    if start is None or str(spec.args.get("start_side") or "").upper() != "PRECEDING":
         raise ctx.error("an OVER frame must start at a PRECEDING bound", spec)
     if kind == "ROWS":
         if not (isinstance(start, exp.Literal) and start.is_int and int(start.name) >= 0):

@@ -18,7 +18,7 @@ from ..grammar.diagnostics import did_you_mean
 from ..grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
 from .functions import AGGREGATES, check_function
 from .timeutil import node_span
-from .types import Field, Schema, from_sql_type
+from .types import Field, InvalidType, Schema, from_sql_type
 
 _IN = "__in"
 
@@ -86,6 +86,9 @@ def bind_scalar(tree: exp.Expression, scope: Scope, source: str | None, *, allow
 
 def _check_tree(tree: exp.Expression, source: str | None, allow_aggregates: bool, clause: str) -> None:
     for node in tree.walk():
+        if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+            raise SqlError(Diagnostic(f"'{node.sql()}' stands for all columns and is not a value in {clause}",
+                                      node_span(node), source, help="name one column"))
         if isinstance(node, (exp.Subquery, exp.Select)):
             raise SqlError(Diagnostic("subqueries in expressions are not supported", node_span(node), source,
                                       help="join with the subquery in FROM instead"))
@@ -115,7 +118,10 @@ def infer_type(expr: exp.Expression, schema: Schema, source: str | None = None) 
     query = exp.select(exp.alias_(probe, "x", quoted=True)).from_(exp.Table(this=exp.Identifier(this=_IN, quoted=True)))
     annotated = annotate_types(query, schema={_IN: schema.to_type_dict()} if len(schema) else None, dialect=Dsms)
     dtype = annotated.expressions[0].type
-    result = from_sql_type(dtype) if dtype is not None else None
+    try:
+        result = from_sql_type(dtype) if dtype is not None else None
+    except InvalidType as e:
+        raise SqlError(Diagnostic(str(e), node_span(expr), source)) from None
     if result is None:
         if isinstance(expr, exp.Null) or (dtype is not None and dtype.this == exp.DataType.Type.NULL):
             return pa.null()

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 
 from sqlglot import exp
@@ -43,6 +44,11 @@ def unit_micros(unit: str) -> int | None:
     return MICROS.get(key)
 
 
+# Longer intervals would put window bounds past the timestamps Arrow and
+# Python can hold (a TUMBLE of 10^14 days used to drop every event).
+MAX_INTERVAL_MICROS = 365_000 * 86_400 * 1_000_000
+
+
 def interval_micros(node: exp.Expression, source: str | None = None) -> int:
     """The length of ``INTERVAL 'n' UNIT`` in microseconds.
 
@@ -62,6 +68,9 @@ def interval_micros(node: exp.Expression, source: str | None = None) -> int:
             amount = float(value)
         except ValueError:
             raise _interval_error(node, source, f"invalid interval value '{value}'") from None
+        if not math.isfinite(amount) or abs(amount * factor) > MAX_INTERVAL_MICROS:
+            raise SqlError(Diagnostic(f"interval '{value}' {unit_name} is out of range", node_span(node), source,
+                                      help="an interval can be at most 1000 years (365000 DAY)"))
         return int(round(amount * factor))
     raise _interval_error(node, source, "expected an interval such as INTERVAL '10' SECOND")
 
@@ -80,7 +89,8 @@ def node_span(node: exp.Expression) -> Span | None:
             starts.append(meta["start"])
             ends.append(meta["end"] + 1)
     if not starts:
-        return None
+        # Some nodes (an OVER frame, a bare keyword) keep no tokens: point at what holds them.
+        return node_span(node.parent) if node.parent is not None else None
     return Span(min(starts), max(ends))
 
 
@@ -96,6 +106,8 @@ def parse_duration(text: str) -> int:
     factor = unit_micros(unit)
     if factor is None:
         raise ValueError(f"invalid duration unit '{unit}' in '{text}'")
+    if abs(amount * factor) > MAX_INTERVAL_MICROS:
+        raise ValueError(f"duration '{text}' is out of range (at most 1000 years)")
     return int(round(amount * factor))
 
 

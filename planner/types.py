@@ -36,8 +36,6 @@ _FROM_SQL = {
     exp.DataType.Type.TEXT: pa.string(),
     exp.DataType.Type.DATE: pa.date32(),
     exp.DataType.Type.TIMESTAMP: TIMESTAMP,
-    exp.DataType.Type.TIMESTAMPLTZ: TIMESTAMP,
-    exp.DataType.Type.TIMESTAMPTZ: TIMESTAMP,
     exp.DataType.Type.TIMESTAMP_MS: TIMESTAMP,
     exp.DataType.Type.TIMESTAMP_S: TIMESTAMP,
     exp.DataType.Type.TIMESTAMPNTZ: TIMESTAMP,
@@ -67,17 +65,36 @@ class TypeError_(DsmsError):
     """A type the engine does not support."""
 
 
+class InvalidType(ValueError):
+    """A type spelled right but with parameters no column can have (``DECIMAL(0)``)."""
+
+
+# Type names of more than one word that mean one type; any other extra word
+# (``INT ARRAY``, ``INT FOO``) would be dropped by sqlglot and is refused.
+_MULTI_WORD = {"DOUBLE PRECISION", "CHARACTER VARYING", "CHAR VARYING"}
+_NOT_YET = {"ARRAY", "MULTISET", "MAP", "ROW", "TIMESTAMP_LTZ", "TIMESTAMPLTZ", "TIMESTAMPTZ", "LOCAL"}
+_SUPPORTED_HELP = "use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE or TIMESTAMP(3)"
+
+
 def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:
     """Parse a SQL type name (``BIGINT``, ``TIMESTAMP(3)``, ``DECIMAL(10, 2)``)."""
     alias = {"BYTES": "VARBINARY", "STRING": "VARCHAR"}.get(text.strip().upper(), text)
+    words = text.upper().replace("(", " (").split()
+    if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words):
+        raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
+                                  help="ARRAY, MULTISET, MAP, ROW and time-zone-aware timestamps (TIMESTAMP_LTZ) "
+                                       "are not supported; " + _SUPPORTED_HELP))
+    name = " ".join(w for w in words if not w.startswith("(") and w[:1].isalpha() and w not in ("WITHOUT", "TIME", "ZONE"))
     try:
-        dtype = exp.DataType.build(alias)
+        dtype = exp.DataType.build(alias) if " " not in name or name in _MULTI_WORD else None
     except Exception:
         dtype = None
-    result = from_sql_type(dtype) if dtype is not None else None
+    try:
+        result = from_sql_type(dtype) if dtype is not None else None
+    except InvalidType as e:
+        raise SqlError(Diagnostic(str(e), span, source, help="DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p")) from None
     if result is None:
-        raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source,
-                                  help="use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE or TIMESTAMP(3)"))
+        raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source, help=_SUPPORTED_HELP))
     return result
 
 
@@ -85,8 +102,14 @@ def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
     """The Arrow type of a sqlglot type, or None if it is not supported."""
     t = dtype.this
     if t == exp.DataType.Type.DECIMAL:
-        params = [int(p.name) for p in dtype.expressions] or [38, 18]
+        try:
+            params = [int(p.name) for p in dtype.expressions] or [38, 18]
+        except ValueError:
+            raise InvalidType(f"invalid type '{dtype.sql()}'") from None
         precision, scale = (params + [0])[:2]
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise InvalidType(f"invalid type DECIMAL({precision}, {scale}): the precision must be 1 to 38 "
+                              "and the scale 0 to the precision")
         return pa.decimal128(precision, scale)
     if t == exp.DataType.Type.NULL:
         return pa.null()
