@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from .grammar import Diagnostic, Insert, Query, SqlError
+from .grammar import Diagnostic, DsmsError, Insert, Query, SqlError
 from .grammar.diagnostics import did_you_mean
 from .planner import Catalog, plan_query
 from .planner.types import to_sql_type
@@ -25,6 +25,11 @@ def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) 
     env = Env(duck=Duck())
     try:
         Job(planned.physical, collected, env, open_reader).run()
+    except DsmsError as e:
+        if isinstance(e, SqlError):
+            raise
+        # e.g. a value that does not fit its column: point at the statement's values
+        raise SqlError(Diagnostic(f"cannot insert these rows: {e}", stmt.query.span, stmt.source)) from None
     finally:
         env.duck.close()
     rows = collected.snapshot()

@@ -148,6 +148,8 @@ class Dsms(Dialect):
 
         def _parse_descriptor_body(self) -> Descriptor:
             col = self._parse_column()
+            if not isinstance(col, exp.Column) or isinstance(col.this, exp.Star):
+                self.raise_error("DESCRIPTOR takes one time column: DESCRIPTOR(ts)")
             return self.expression(Descriptor(this=col))
 
         def _parse_window_function(self, kind: str) -> exp.Expression:
@@ -265,6 +267,8 @@ def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Ex
     except RecursionError:  # a long chain of operators rather than parentheses
         raise too_deep(Span(offset, offset + len(text)), script or text) from None
     trees = [t for t in trees if t is not None]
+    for tree in trees:
+        _check_depth(tree, offset, script or text)
     if offset:
         # Token offsets are relative to ``text``; make them point into the script.
         for tree in trees:
@@ -289,6 +293,22 @@ def too_deep(span: Span, source: str) -> SqlSyntaxError:
     return SqlSyntaxError(Diagnostic("the statement is nested too deeply", span, source,
                                      help=f"use at most {MAX_NESTING} levels of parentheses or subqueries; "
                                           "name inner parts with WITH or CREATE VIEW"))
+
+
+# Expressions deeper than this (a sum of a thousand terms) would pass the
+# planner but exceed DuckDB's expression depth when run.
+MAX_DEPTH = 250
+
+
+def _check_depth(tree: exp.Expression, offset: int, source: str) -> None:
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = getattr(node, "_meta", None) or {}
+            at = meta.get("start", 0) + offset
+            raise too_deep(Span(at, at + 1), source)
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
 
 
 def _check_nesting(text: str, offset: int, script: str | None) -> None:
@@ -334,4 +354,7 @@ def _friendly(message: str) -> str:
         return "unexpected token"
     if message.startswith("Required keyword:"):
         return "incomplete expression"
-    return message[0].lower() + message[1:] if message else "syntax error"
+    if not message:
+        return "syntax error"
+    # "Expected ..." -> "expected ..."; a leading keyword (DESCRIPTOR, PARTITION) keeps its case.
+    return message[0].lower() + message[1:] if message[1:2].islower() else message

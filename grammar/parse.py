@@ -55,6 +55,10 @@ def _parser() -> lark.Lark:
 
 def parse_script(text: str) -> list[st.Statement]:
     """Parse a script of ``;``-separated statements."""
+    if "\x00" in text:  # DuckDB, file paths and names would cut the text short there
+        at = text.index("\x00")
+        raise SqlSyntaxError(Diagnostic("SQL text cannot contain a NUL character", Span(at, at + 1), text,
+                                        help="remove the \\0 byte"))
     try:
         tree = _parser().parse(text)
     except lark.UnexpectedInput as e:
@@ -144,10 +148,6 @@ class _Build(Transformer):
 
     def string_value(self, children):
         tok = children[0]
-        if "\x00" in tok:  # a path or option with a NUL byte would be cut short by the OS
-            at = tok.start_pos + str(tok).index("\x00")
-            raise SqlSyntaxError(Diagnostic("a quoted option value cannot contain a NUL character",
-                                            Span(at, at + 1), self.source, help="remove the \\0 byte"))
         return _unquote_string(tok)
 
     def number_value(self, children):

@@ -12,9 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from ..grammar import Query, QueryStatement, parse_statement
+from ..grammar import Query, QueryStatement, SqlError, parse_statement
 from ..grammar.dialect import too_deep
 from . import logical
 from .binder import bind_query
@@ -86,6 +87,11 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
         return PlannedQuery(bound, optimized, plan_physical(optimized))
     except RecursionError:  # e.g. thousands of terms in one expression: a deep tree
         raise too_deep(query.span, source or query.text) from None
+    except SqlError as e:
+        if e.diagnostic.span is not None:
+            raise
+        # A node made while binding (an expanded *, a rewritten call) has no place: point at the query.
+        raise type(e)(dataclasses.replace(e.diagnostic, span=query.span, source=source or query.text), e.extra) from None
 
 
 __all__ = ["Catalog", "declare", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",

@@ -15,14 +15,17 @@ optimization.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
+from ..grammar import SqlError
 from . import logical as L
 from .bind_context import BindContext, require_boolean
 from .bind_from import bind_relation, common_type
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 from .joins import Join, TimeBounds
-from .timeutil import interval_micros, parse_duration
+from .timeutil import interval_micros, node_span, parse_duration
 from .types import Schema, sql_name, unique_name
 
 _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
@@ -312,7 +315,12 @@ def _time_bounds(left, right, rename, rest, ctx, j) -> tuple[TimeBounds | None, 
             pieces = [exp.GTE(this=c.this, expression=c.args["low"]), exp.LTE(this=c.this, expression=c.args["high"])]
         bounds = []
         for p in pieces:
-            b = _bound(p, lt, rt, ctx)
+            try:
+                b = _bound(p, lt, rt, ctx)
+            except SqlError as e:  # the split BETWEEN has no place of its own: blame the condition
+                if e.diagnostic.span is not None:
+                    raise
+                raise SqlError(replace(e.diagnostic, span=node_span(c) or node_span(j), source=ctx.source)) from None
             if b is None:
                 bounds = None
                 break
