@@ -9,6 +9,7 @@ import sys
 import time
 
 from . import __version__
+from .crash import report_bug
 from .engine import Engine
 from .errors import DsmsError
 from .grammar import (
@@ -62,6 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     explain.add_argument("script")
 
     args = parser.parse_args(argv)
+    try:
+        return _main(parser, args)
+    except Exception as e:  # not a DsmsError: a bug, told in one line, its traceback in a log file
+        print(report_bug(e, "dsms " + " ".join(sys.argv[1:] if argv is None else argv))[0], file=sys.stderr)
+        return 70  # EX_SOFTWARE
+
+
+def _main(parser: argparse.ArgumentParser, args) -> int:
     if args.command is None:
         return shell(args.state_dir)
     try:
@@ -166,7 +175,9 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
                 if not moved:
                     time.sleep(0.05)  # unbounded sources: wait for more input
         if ctrl_c.pressed:
-            raise KeyboardInterrupt
+            progress.clear()
+            _summary(engine, started, interrupted=True, quiet=quiet)
+            return ctrl_c.exit_code
     except KeyboardInterrupt:
         progress.clear()
         _summary(engine, started, interrupted=True, quiet=quiet)
@@ -183,24 +194,28 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
 
 
 class _CtrlC:
-    """While running: Ctrl-C (SIGINT) ends the run between two turns, so no batch is cut in half
+    """While running: Ctrl-C (SIGINT) or SIGTERM ends the run between two turns, so no batch is cut in half
     and the checkpoints taken when the engine closes are consistent."""
 
     pressed = False
+    exit_code = 130
 
     def __enter__(self) -> "_CtrlC":
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._press)
-        except ValueError:  # not the main thread: Ctrl-C stays a KeyboardInterrupt
-            self._previous = None
+        self._previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):  # SIGTERM (kill, a service manager) stops the same way
+            try:
+                self._previous[sig] = signal.signal(sig, self._press)
+            except ValueError:  # not the main thread: Ctrl-C stays a KeyboardInterrupt
+                pass
         return self
 
     def _press(self, signum, frame) -> None:
         self.pressed = True
+        self.exit_code = 128 + signum  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 
 class _ScriptProgress:

@@ -55,6 +55,7 @@ from .planner.backfill import BACKFILLS, state_reach
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.routing import ENGINES, Route, choose_route, parse_size
+from .planner.sink_target import check_sink_target
 from .planner.timeutil import parse_duration
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
@@ -330,6 +331,7 @@ class Engine:
             return Result("ok", f"sink {stmt.name.value} already exists")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         sink = bind_create_sink(stmt, planned.schema, planned.changelog, base)
+        check_sink_target(sink, self.catalog, stmt)
         self.catalog.add(sink, name=stmt.name, source=stmt.source)
         self._start_standing(sink.name, "sink", planned, stmt, base, sink)
         return Result("ok", f"Created sink {sink.name}", warnings=planned.warnings)

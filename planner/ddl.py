@@ -27,7 +27,8 @@ SOURCE_OPTIONS = {
                "scan.startup.mode": ("earliest-offset", "latest-offset")},
 }
 SINK_OPTIONS = {
-    "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet")},
+    "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet"),
+             "sink.mode": ("error", "overwrite", "append")},
     "memory": {"connector": None},
 }
 

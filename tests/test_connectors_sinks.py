@@ -39,7 +39,7 @@ KV = pa.schema([("k", pa.string()), ("v", pa.int64())])
 
 def _write(tmp_path, fmt, table, schema, updating=False, name="out"):
     path = tmp_path / "sub" / f"{name}.{fmt}"
-    sink = open_file_sink({"format": fmt}, str(path), schema, updating)
+    sink = open_file_sink({"format": fmt, "sink.mode": "overwrite"}, str(path), schema, updating)
     sink.write(table)
     sink.close()
     return path
@@ -121,7 +121,10 @@ def test_unknown_format(tmp_path):
 def test_position_flush_and_truncate(tmp_path, fmt):
     path = tmp_path / f"t.{fmt}"
     path.write_text("old contents\n")
-    sink = open_file_sink({"format": fmt}, str(path), KV, False)  # opening starts the file afresh
+    with pytest.raises(SinkError, match="already exists and is not empty.*'sink.mode'"):
+        open_file_sink({"format": fmt}, str(path), KV, False)  # never destroys what it did not write
+    assert path.read_text() == "old contents\n"
+    sink = open_file_sink({"format": fmt, "sink.mode": "overwrite"}, str(path), KV, False)  # starts afresh
     start = sink.position["bytes"]
     sink.write(pa.table({"k": ["a"], "v": [1]}))
     sink.flush()

@@ -101,7 +101,7 @@ def ev_dir(tmp_path_factory):
 def _sink(route: str, root, fmt: str, query: str) -> str:
     out = root / f"out-{route}.{fmt}"
     engine = engine_on(route, DDL.format(path=root / "ev.jsonl", extra=""))
-    engine.execute(f"CREATE SINK o WITH (connector = 'file', path = '{out}', format = '{fmt}') AS {query}")
+    engine.execute(f"CREATE SINK o WITH (connector = 'file', path = '{out}', format = '{fmt}', 'sink.mode' = 'overwrite') AS {query}")
     engine.run_until_idle()
     assert engine.scheduler.jobs["o"].done
     return str(out)
@@ -146,7 +146,7 @@ def test_dsms_run_engine_flag_and_summary(ev_dir, tmp_path, capsys):
     script = tmp_path / "job.sql"
     out = tmp_path / "out.jsonl"
     script.write_text(DDL.format(path=root / "ev.jsonl", extra="") +
-                      f"\nCREATE SINK o WITH (connector = 'file', path = '{out}', format = 'json') AS {WINDOWS};")
+                      f"\nCREATE SINK o WITH (connector = 'file', path = '{out}', format = 'json', 'sink.mode' = 'overwrite') AS {WINDOWS};")
     summaries = {}
     for route in ("runtime", "duckdb"):
         assert main(["run", str(script), "--engine", route]) == 0

@@ -36,7 +36,8 @@ CREATE VIEW ctr_per_minute AS
   FROM TABLE(TUMBLE(TABLE ad_events, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
   GROUP BY window_start, window_end, ad_id;
 
-CREATE SINK ctr WITH (connector = 'file', path = 'out/ctr.jsonl', format = 'json') AS
+CREATE SINK ctr WITH (connector = 'file', path = 'out/ctr.jsonl', format = 'json',
+  'sink.mode' = 'overwrite') AS
   SELECT * FROM ctr_per_minute;
 
 -- Printed as each window closes, for ads 1 to 3.

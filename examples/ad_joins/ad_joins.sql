@@ -24,14 +24,16 @@ CREATE TABLE ads (
 
 -- Interval join: every impression with its click within 30 seconds, or with NULL once
 -- the watermark proves no click can come. Append-only, so a plain JSON sink takes it.
-CREATE SINK attributed WITH (connector = 'file', path = 'out/attributed.jsonl', format = 'json') AS
+CREATE SINK attributed WITH (connector = 'file', path = 'out/attributed.jsonl', format = 'json',
+  'sink.mode' = 'overwrite') AS
   SELECT i.impression_id, i.ad_id, i.ts, c.ts AS clicked_at
   FROM impressions i LEFT JOIN clicks c
     ON c.impression_id = i.impression_id AND c.ts BETWEEN i.ts AND i.ts + INTERVAL '30' SECOND;
 
 -- Temporal join feeding a window: what each campaign spent per minute, at the bid each
 -- ad had when its impression was served.
-CREATE SINK spend WITH (connector = 'file', path = 'out/spend.jsonl', format = 'json') AS
+CREATE SINK spend WITH (connector = 'file', path = 'out/spend.jsonl', format = 'json',
+  'sink.mode' = 'overwrite') AS
   SELECT window_start, campaign, COUNT(*) AS impressions, ROUND(SUM(bid), 2) AS spend
   FROM TABLE(TUMBLE(TABLE (
     SELECT i.ts, a.campaign, a.bid
@@ -40,5 +42,6 @@ CREATE SINK spend WITH (connector = 'file', path = 'out/spend.jsonl', format = '
   GROUP BY window_start, window_end, campaign;
 
 -- An aggregate over the table: updating, so it goes to a changelog sink.
-CREATE SINK campaigns WITH (connector = 'file', path = 'out/campaigns.jsonl', format = 'changelog-json') AS
+CREATE SINK campaigns WITH (connector = 'file', path = 'out/campaigns.jsonl', format = 'changelog-json',
+  'sink.mode' = 'overwrite') AS
   SELECT campaign, COUNT(*) AS ads, MAX(bid) AS top_bid FROM ads GROUP BY campaign;

@@ -13,6 +13,8 @@ user-facing description.
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
 from ..changelog import OP
@@ -109,9 +111,11 @@ def open_file_sink(options: dict, path: str, schema: pa.Schema, updating: bool, 
                    position: dict | None = None) -> SinkWriter:
     """Open a file sink.
 
-    The file is created (with its parent directories) or truncated, unless
-    ``position`` is given: then the existing file is kept and cut back to it
-    (restoring from a checkpoint after a crash).
+    The file is created (with its parent directories). An existing
+    non-empty file is refused unless ``'sink.mode'`` says what to do with it:
+    ``'overwrite'`` (truncate it) or ``'append'`` (keep it and write after
+    it). With ``position`` (restoring from a checkpoint after a crash) the
+    existing file is kept and cut back to it: only what the sink wrote goes.
 
     Args:
         options: the WITH (...) options; ``format`` is one of ``json``,
@@ -143,14 +147,36 @@ def open_file_sink(options: dict, path: str, schema: pa.Schema, updating: bool, 
                         "(it retracts or updates rows); use format = 'changelog-json' or 'debezium-json'")
     if OP in schema.names:
         schema = schema.remove(schema.get_field_index(OP))
+    mode = str(options.get("sink.mode", "error")).lower()
+    if mode == "append" and (fmt == "parquet" or is_directory_sink(path)):
+        raise SinkError(f"'sink.mode' = 'append' needs a JSON-lines or CSV file; {path} is "
+                        + ("a directory of part files" if is_directory_sink(path) else "Parquet, which cannot grow")
+                        + " (use 'overwrite', or another path)")
     try:
+        if position is None and mode == "error":
+            refuse_existing_output(path)
         if is_directory_sink(path):  # part files (Spark writes them from its executors)
             return DirectorySink(path, schema, fmt, _delimiter(options, None), updating, position=position)
         if fmt == "parquet":
             return ParquetSink(path, schema, position=position)
-        return LineSink(path, schema, fmt, delimiter=_delimiter(options, None), position=position)
+        return LineSink(path, schema, fmt, delimiter=_delimiter(options, None), position=position,
+                        append=mode == "append")
     except OSError as e:
         raise SinkError(f"cannot open {path} for writing: {e.strerror or e}") from None
+
+
+def refuse_existing_output(path: str) -> None:
+    """A sink never destroys data it did not write: an existing non-empty output file is an error.
+
+    A directory sink (``out/``) only ever replaces the ``part-*`` files of
+    its naming; other files in the directory are left alone.
+    """
+    if is_directory_sink(path) or not os.path.exists(path):
+        return
+    if os.path.isdir(path) or os.path.getsize(path) > 0:
+        raise SinkError(f"{path} already exists and is not empty, and a sink does not destroy data it did not "
+                        "write: add 'sink.mode' = 'overwrite' (replace it) or 'append' (write after it) to the "
+                        "sink's WITH (...), or choose another path")
 
 
 def _flag(options: dict, key: str, source: str) -> bool:

@@ -9,6 +9,8 @@ the same way:
   accepted, as is anything else Arrow's ISO-8601 parser takes without a zone
   offset, e.g. a bare date), integers and all-digit strings as epoch
   milliseconds, timestamps of any unit and zone as their UTC wall clock.
+* DATE and TIMESTAMP values must lie in the years 0001 to 9999 (Flink's
+  range starts at year 0000, which Python cannot hold): others are bad.
 * DATE from ``YYYY-MM-DD`` strings; VARBINARY from base64 strings (as
   Flink's JSON and CSV formats); everything else by Arrow's safe cast, which
   rejects overflow and lossy conversions (``300`` as TINYINT, ``1.5`` as
@@ -123,18 +125,38 @@ def conform_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> p
     Raises:
         BadInput: a value does not convert.
     """
-    if column.type == target:
+    if column.type == target and not _dated(target):
         return column
     try:
         if pa.types.is_timestamp(target):
-            return to_timestamp(column)
+            return _in_range(to_timestamp(column), target)
         if pa.types.is_binary(target) and is_text(column.type):
             return from_base64(column)
         if pa.types.is_dictionary(column.type):
             column = column.cast(column.type.value_type)
-        return column.cast(target)
+        return _in_range(column.cast(target), target) if _dated(target) else column.cast(target)
     except (pa.ArrowException, ValueError, OverflowError) as e:
         raise BadInput(str(e)) from None
+
+
+def _dated(dtype: pa.DataType) -> bool:
+    return pa.types.is_timestamp(dtype) or pa.types.is_date(dtype)
+
+
+# DATE and TIMESTAMP hold the years 0001 to 9999 (Flink allows year 0000, but
+# Python, which prints and returns values, has no year 0).
+_LIMITS = {"date": (pa.scalar(-719162, pa.int32()), pa.scalar(2932896, pa.int32())),
+           "timestamp": (pa.scalar(-62135596800000000, pa.int64()), pa.scalar(253402300799999999, pa.int64()))}
+
+
+def _in_range(column, target: pa.DataType):
+    low, high = _LIMITS["date" if pa.types.is_date(target) else "timestamp"]
+    ints = column.cast(low.type)
+    bounds = pc.min_max(ints)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is not None and (lo < low.as_py() or hi > high.as_py()):
+        raise BadInput("a date outside the years 0001 to 9999")
+    return column
 
 
 def to_timestamp(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

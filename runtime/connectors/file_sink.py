@@ -1,8 +1,9 @@
 """File sinks: JSON lines (plain, changelog, Debezium), CSV and Parquet.
 
-Opening a sink creates the file (and its parent directories) or truncates
-an existing one: a sink holds exactly the output of the query that opened
-it. To continue after a crash, open it with ``position`` (from a
+Opening a sink creates the file (and its parent directories), truncates
+an existing one (``'sink.mode' = 'overwrite'``; the connector refuses an
+existing non-empty file by default) or writes after what it holds
+(``'append'``). To continue after a crash, open it with ``position`` (from a
 checkpoint) instead: the file is kept and cut back to that position.
 
 * ``json``: one object per row, keys in column order. Append-only results
@@ -53,16 +54,26 @@ class LineSink:
         fmt: ``json``, ``changelog-json``, ``debezium-json`` or ``csv``.
         delimiter: the CSV field separator.
         position: continue an existing file from this position instead of starting afresh.
+        append: keep an existing file and write after it (``'sink.mode' = 'append'``).
     """
 
     def __init__(self, path: str, schema: pa.Schema, fmt: str, *, delimiter: str = ",",
-                 position: dict | None = None):
+                 position: dict | None = None, append: bool = False):
         self.path, self.schema, self.fmt, self.delimiter = path, schema, fmt, delimiter
         self._renderer = Renderer()
         self._sql = csv_columns_sql(schema) if fmt == "csv" else json_lines_sql(schema, fmt)
         self._header = _csv_header(schema, delimiter) if fmt == "csv" else b""
         _make_parent(path)
-        if position is None:
+        if position is None and append and os.path.exists(path) and os.path.getsize(path):
+            # 'sink.mode' = 'append': after what the file holds (a CSV file keeps its header)
+            self._file = open(path, "r+b")
+            self._file.seek(-1, os.SEEK_END)
+            last = self._file.read(1)
+            self._bytes = self._file.tell()
+            if last != b"\n":
+                self._file.write(b"\n")  # the file's last line is ended before ours start
+                self._bytes += 1
+        elif position is None:
             self._file = open(path, "wb")
             self._bytes = 0
             self._start()

@@ -5,7 +5,9 @@ ignored; an absent key or ``null`` is NULL (an error for a NOT NULL
 column). Numbers must be JSON numbers for numeric columns (a quoted
 ``"12"`` is not a BIGINT), DECIMAL also takes strings, DATE takes
 ``"YYYY-MM-DD"``, VARBINARY takes base64 strings, TIMESTAMP takes strings
-or epoch milliseconds (see ``convert.py``).
+or epoch milliseconds (see ``convert.py``). A line holding bytes that are
+not UTF-8, ``NaN`` or ``Infinity`` (not JSON numbers), or a number beyond
+a double (``1e400``) is a bad line, blamed on the key that holds it.
 
 ``pyarrow.json`` insists on one JSON type per column, but a timestamp
 column may hold strings on some lines and numbers on others. The codec
@@ -25,6 +27,7 @@ worked:
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Callable
 
@@ -90,6 +93,12 @@ class JsonCodec(LineCodec):
         keys = [k for k, _ in value]
         obj = dict(value)
         for field in self.schema:
+            problem = value_problem(obj.get(field.name), field.type)
+            if problem is not None:
+                return field.name, problem, True
+        if _bad_utf8(line.decode("utf-8", errors="surrogateescape")):
+            return None, "the line is not valid UTF-8", True
+        for field in self.schema:
             if keys.count(field.name) > 1:
                 return field.name, f"key '{field.name}' appears more than once", True
             v = obj.get(field.name)
@@ -103,13 +112,17 @@ class JsonCodec(LineCodec):
     def diagnose_text(self, text: str, line: bytes) -> tuple[str | None, str] | None:
         """What is wrong with a line: not JSON, not an object, or a key's value (by the key, in schema order)."""
         try:
-            value = json.loads(text, object_pairs_hook=_Pairs)
+            value = loads(text)
         except ValueError as e:
             return None, f"malformed JSON: {getattr(e, 'msg', str(e))} at character {getattr(e, 'pos', 0) + 1}"
         if not isinstance(value, _Pairs):
             return None, f"expected a JSON object, found {_kind(value)}"
         keys = [k for k, _ in value]
         obj = dict(value)
+        for field in self.schema:
+            problem = value_problem(obj.get(field.name), field.type)
+            if problem is not None:
+                return field.name, problem
         for field in self.schema:
             if keys.count(field.name) > 1:
                 return field.name, f"key '{field.name}' appears more than once"
@@ -150,6 +163,7 @@ class JsonBlocks:
         """
         if not data or data.isspace():
             return self.schemas[self.mode].empty_table()
+        _check_text(data)
         modes = [self.mode] + [m for m in _MODES if m != self.mode] if self.timestamps else ["text"]
         for mode in modes:
             try:
@@ -202,12 +216,75 @@ def _read_schema(schema: pa.Schema, mode: str) -> pa.Schema:
 
 
 def json_object(line: bytes) -> _Pairs | None:
-    """The line's JSON object as its (key, value) pairs; None if the line is not valid JSON or not an object."""
+    """The line's JSON object as its (key, value) pairs; None if the line is not valid JSON or not an object.
+
+    Bytes that are not UTF-8 are kept as surrogates (``_bad_utf8`` finds them
+    in a value); NaN, Infinity and numbers beyond a double come back as
+    :class:`_NotANumber`, so that the column holding them is blamed.
+    """
     try:
-        value = json.loads(line.decode("utf-8"), object_pairs_hook=_Pairs)
-    except (ValueError, UnicodeDecodeError):
+        value = loads(line.decode("utf-8", errors="surrogateescape"))
+    except ValueError:
         return None
     return value if isinstance(value, _Pairs) else None
+
+
+def loads(text: str):
+    """``json.loads`` keeping key order and duplicates, with NaN, Infinity and 1e400 marked."""
+    return json.loads(text, object_pairs_hook=_Pairs, parse_constant=_NotANumber, parse_float=_float)
+
+
+class _NotANumber(str):
+    """``NaN``, ``Infinity`` or a number a double cannot hold, as written: JSON numbers are finite."""
+
+
+def _float(text: str):
+    value = float(text)
+    return value if math.isfinite(value) else _NotANumber(text)
+
+
+def _bad_utf8(value) -> bool:
+    return isinstance(value, str) and any("\udc80" <= c <= "\udcff" for c in value)
+
+
+def value_problem(value, dtype: pa.DataType) -> str | None:
+    """What makes a parsed JSON value unreadable whatever its column converts it to, if anything."""
+    if isinstance(value, _NotANumber):
+        if value in ("NaN", "Infinity", "-Infinity"):
+            return f"{value} is not a JSON number (write null, or a number)"
+        return f"number {value} is out of range for {sql_name(dtype)}"
+    if _bad_utf8(value):
+        return "the string is not valid UTF-8"
+    return None
+
+
+# A NaN or Infinity token (JSON has neither; pyarrow.json would read it as null).
+_NON_NUMBER = re.compile(rb"(?<![\w\"])-?(?:NaN|Infinity)(?![\w\"])")
+
+
+def _check_text(data: bytes) -> None:
+    """Refuse a block holding bytes that are not UTF-8, or NaN/Infinity outside strings.
+
+    pyarrow.json passes both through (invalid UTF-8 into string columns, whose
+    JSON sinks would then write invalid JSON; NaN as null); the lines are then
+    found one by one on the error path.
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("the text is not valid UTF-8") from None
+    if _NON_NUMBER.search(data) is None:
+        return
+    for line in data.split(b"\n"):
+        if _NON_NUMBER.search(line) is not None:
+            try:
+                json.loads(line, parse_constant=_refuse_constant)
+            except ValueError:
+                raise BadInput("NaN or Infinity is not a JSON number") from None
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _json_kind_fits(value, dtype: pa.DataType) -> bool:
