@@ -119,7 +119,7 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
                state_dir: str | None = None, engine: str | None = None) -> int:
     """Run a script's statements, then its queries to the end of their input (``engine``: the route)."""
     out = out or sys.stdout
-    runner = Engine(base_dir=base_dir, state_dir=state_dir)
+    runner = Engine(base_dir=base_dir, state_dir=state_dir, batch_rows=batch_size)  # restored queries too
     try:
         return _run(runner, text, base_dir, quiet, batch_size, out, engine)
     finally:

@@ -90,14 +90,19 @@ class Engine:
             materialized views running from their last checkpoints (docs/state.md).
         clock: the processing-time clock (``dsms.VirtualClock`` in tests).
         base_dir: the folder relative file paths resolve against (default: the current one).
+        batch_rows: rows per micro-batch read from files, for every query, restored ones
+            included (``dsms run --batch-size``; default: the ``'batch.size'`` setting).
     """
 
-    def __init__(self, state_dir: str | None = None, clock=None, base_dir: str | None = None):
+    def __init__(self, state_dir: str | None = None, clock=None, base_dir: str | None = None,
+                 batch_rows: int | None = None):
         self.catalog = Catalog()
         self.state_dir = state_dir
         self.base_dir = base_dir
         self.durable = StateDir(state_dir) if state_dir else None
+        self.batch_rows = batch_rows  # rows per batch read from files, over any 'batch.size' setting
         self.scheduler = Scheduler(clock=clock, journal_for=self._journal_for if self.durable else None)
+        self._apply_batch_size()
         self._ids = itertools.count(1)
         self.queries = Queries(self)
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
@@ -435,7 +440,7 @@ class Engine:
             if not stmt.value.isdigit() or int(stmt.value) < 1:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
                                           stmt.span, stmt.source))
-            self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
+            self.scheduler.batch_rows = self.batch_rows or int(stmt.value)  # for queries started from now on
         if stmt.key == "checkpoint.interval":
             try:
                 parse_duration(stmt.value)
@@ -517,6 +522,7 @@ class Engine:
         """Recreate the saved catalog, in order, each object under the settings it was created with."""
         for entry in self.durable.objects:
             self.catalog.settings = dict(entry["settings"])
+            self._apply_batch_size()
             self._replaying = entry
             try:
                 self.execute_statement(parse_statement(entry["sql"]), entry["base"])
@@ -526,11 +532,15 @@ class Engine:
             finally:
                 self._replaying = None
         self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
-        if self.catalog.settings.get("batch.size", "").isdigit():
-            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
+        self._apply_batch_size()
         for obj in self.catalog.of_kind("stream", "table"):
             if isinstance(obj, SourceDef) and obj.connector == "memory":
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
+
+    def _apply_batch_size(self) -> None:
+        """The batch size queries start with: the engine's ``batch_rows``, else the 'batch.size' setting."""
+        setting = self.catalog.settings.get("batch.size", DEFAULT_SETTINGS["batch.size"])
+        self.scheduler.batch_rows = self.batch_rows or (int(setting) if setting.isdigit() else 65536)
 
     def _journal_for(self, source: SourceDef, schema: pa.Schema):
         return self.durable.journal(source.name)

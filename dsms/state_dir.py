@@ -31,8 +31,11 @@ _VERSION = 1
 class StateDir:
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
-        os.makedirs(self.path, exist_ok=True)
-        self._lock = open(os.path.join(self.path, "LOCK"), "a+")
+        try:
+            os.makedirs(self.path, exist_ok=True)
+            self._lock = open(os.path.join(self.path, "LOCK"), "a+")
+        except OSError as e:
+            raise DsmsError(f"cannot use {e.filename or self.path} as a state directory: {e.strerror or e}") from None
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -43,9 +46,18 @@ class StateDir:
                      "script": []}
         catalog = os.path.join(self.path, "catalog.json")
         if os.path.exists(catalog):
-            with open(catalog) as f:
-                self.data.update(json.load(f))
+            try:
+                with open(catalog, encoding="utf-8") as f:
+                    saved = json.load(f)
+                if not isinstance(saved, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError) as e:
+                self.close()
+                raise DsmsError(f"the state directory's catalog {catalog} cannot be read ({e}); it is damaged: "
+                                "restore it from a backup, or use another --state-dir") from None
+            self.data.update(saved)
             if self.data["version"] != _VERSION:
+                self.close()
                 raise DsmsError(f"the state directory {self.path} was written by another version of dsms")
         self._collect_garbage()
 
@@ -122,16 +134,22 @@ class StateDir:
     def save(self) -> None:
         path = os.path.join(self.path, "catalog.json")
         tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fd = os.open(self.path, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            with open(tmp, "w") as f:
+                json.dump(self.data, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)  # the old catalog stays whole until the new one is
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise DsmsError(f"cannot write the state directory's catalog {path}: {e.strerror or e} "
+                            "(the previous one is kept; free disk space or fix permissions)") from None
 
     def close(self) -> None:
         if not self._lock.closed:

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateView, Diagnostic, SqlError, parse_script
 from ..grammar.diagnostics import did_you_mean
-from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
+from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .expressions import Scope, bind_scalar, infer_type
 from .timeutil import interval_micros, node_span, parse_duration
 from .types import TIMESTAMP, Field, Schema, parse_type
@@ -133,6 +133,8 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
+    if options.get("dead_letter"):  # relative to the script's folder, as the path is
+        options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
     if kind == "stream" and options.get("format", "").lower() == "debezium-json":
         raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,

@@ -125,7 +125,38 @@ def _reader(source):
 
 
 def save(directory: str, seq: int, ckpt: Checkpoint) -> str:
-    """Write ``ckpt`` atomically as ``directory/ckpt-<seq>``; older checkpoints are removed."""
+    """Write ``ckpt`` atomically as ``directory/ckpt-<seq>``; older checkpoints are removed.
+
+    Raises:
+        DsmsError: the checkpoint cannot be written (a full disk, no permission); the
+            last good checkpoint is kept, and the half-written one removed.
+    """
+    tmp = os.path.join(directory, f"{_PREFIX}{seq:08d}.tmp")
+    try:
+        return _save(directory, seq, ckpt)
+    except (OSError, pa.ArrowException) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        where = getattr(e, "filename", None) or tmp
+        raise DsmsError(f"cannot write the checkpoint {where}: {getattr(e, 'strerror', None) or e} "
+                        "(the previous checkpoint is kept; free disk space or fix the state directory's "
+                        "permissions)") from None
+
+
+def latest(directory: str) -> tuple[int, Checkpoint] | None:
+    """The newest complete checkpoint in ``directory`` and its number, or None.
+
+    Raises:
+        DsmsError: the checkpoint cannot be read (damaged, truncated, unreadable), naming its file.
+    """
+    try:
+        return _latest(directory)
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as e:
+        where = getattr(e, "filename", None) or os.path.join(directory, _newest(directory) or "", "meta.json")
+        raise DsmsError(f"the checkpoint {where} cannot be read ({type(e).__name__}: {e}); it is damaged: "
+                        "move the query's folder away to start it over, or restore the folder from a backup") from None
+
+
+def _save(directory: str, seq: int, ckpt: Checkpoint) -> str:
     final = os.path.join(directory, f"{_PREFIX}{seq:08d}")
     tmp = final + ".tmp"
     if os.path.exists(tmp):
@@ -161,14 +192,18 @@ def save(directory: str, seq: int, ckpt: Checkpoint) -> str:
     return final
 
 
-def latest(directory: str) -> tuple[int, Checkpoint] | None:
-    """The newest complete checkpoint in ``directory`` and its number, or None."""
+def _newest(directory: str) -> str | None:
+    done = sorted(n for n in os.listdir(directory) if n.startswith(_PREFIX) and not n.endswith(".tmp"))
+    return done[-1] if done else None
+
+
+def _latest(directory: str) -> tuple[int, Checkpoint] | None:
     if not os.path.isdir(directory):
         return None
-    done = sorted(n for n in os.listdir(directory) if n.startswith(_PREFIX) and not n.endswith(".tmp"))
-    if not done:
+    newest = _newest(directory)
+    if newest is None:
         return None
-    path = os.path.join(directory, done[-1])
+    path = os.path.join(directory, newest)
     with open(os.path.join(path, "meta.json")) as f:
         meta = json.load(f)
 
@@ -184,7 +219,7 @@ def latest(directory: str) -> tuple[int, Checkpoint] | None:
             state[key] = (kind, table(entry["file"]))
         else:
             state[key] = (kind, {name: table(f) for name, f in entry["files"].items()})
-    seq = int(done[-1][len(_PREFIX):])
+    seq = int(newest[len(_PREFIX):])
     return seq, Checkpoint(meta["job"], state, meta["output"], table(meta["contents"]))
 
 

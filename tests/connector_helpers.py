@@ -47,3 +47,8 @@ def jsonl(rows: list[dict]) -> list[str]:
 
 def dead_letters(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def place(position: dict) -> dict:
+    """A source position without the fingerprint of the file it is in (what identifies the file, not where)."""
+    return {k: v for k, v in position.items() if k not in ("fingerprint", "size")}

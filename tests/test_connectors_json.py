@@ -11,7 +11,7 @@ import pytest
 
 from dsms.runtime.connectors import SourceError, open_file_source
 
-from connector_helpers import TS, dead_letters, dt, read_rows, request, write_lines
+from connector_helpers import TS, dead_letters, dt, place, read_rows, request, write_lines
 
 BID = pa.schema([("auction", pa.int64()), ("price", pa.int64()), ("ts", TS)])
 
@@ -113,7 +113,7 @@ def test_blank_lines_and_unterminated_last_line(tmp_path):
     while (batch := reader.read()) is not None:
         rows += batch.to_pylist()
     assert [r["auction"] for r in rows] == [1, 2, 3]
-    assert reader.position == {"file": "b.jsonl", "offset": path.stat().st_size, "line": 5}
+    assert place(reader.position) == {"file": "b.jsonl", "offset": path.stat().st_size, "line": 5}
 
 
 def test_byte_order_mark_is_ignored(tmp_path):
@@ -170,7 +170,7 @@ def test_rows_before_a_bad_line_are_returned_then_the_error_is_raised(tmp_path):
     write_lines(path, ['{"auction": 1}', '{"auction": 2}', '{"auction": "x"}', '{"auction": 4}'])
     reader = open_file_source(request(path, BID, batch_rows=10))
     assert [r["auction"] for r in reader.read().to_pylist()] == [1, 2]
-    assert reader.position == {"file": "p.jsonl", "offset": 30, "line": 2}
+    assert place(reader.position) == {"file": "p.jsonl", "offset": 30, "line": 2}
     with pytest.raises(SourceError, match="line 3"):
         reader.read()
     with pytest.raises(SourceError, match="line 3"):  # it stays failed

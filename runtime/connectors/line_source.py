@@ -19,7 +19,9 @@ single line. This module does the rest:
   are found row by row in the parsed table, and anything else falls back
   to parsing halves of the lines (:func:`~.salvage.salvage`);
 * keeps the position: ``{"file": name, "offset": bytes, "line": lines}``
-  just past the lines handed on.
+  just past the lines handed on, with a fingerprint of the bytes before
+  the offset (CRCs of its first and last 256 bytes): restoring a position
+  in a file that was replaced or rotated under the same name is an error.
 
 Watch mode (``watch = 'true'``): only whole lines are read; a partial last
 line waits for its newline. When a file sorting after the current one
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import zlib
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -161,8 +164,15 @@ class LineSource(FileSource):
     @property
     def position(self) -> dict:
         if self._reader is not None:
-            return {"file": self._name, "offset": self._reader.offset, "line": self._reader.line}
-        return {"file": self._name, "offset": self._offset, "line": self._line}
+            position = {"file": self._name, "offset": self._reader.offset, "line": self._reader.line}
+        else:
+            position = {"file": self._name, "offset": self._offset, "line": self._line}
+        if self._name is not None and position["offset"]:
+            # What the file held up to the offset: a restart checks it is the same file.
+            fingerprint = _fingerprint(self.files.full(self._name), position["offset"])
+            if fingerprint is not None:
+                position["fingerprint"] = fingerprint
+        return position
 
     def seek(self, position: dict) -> None:
         self._close_file()
@@ -180,6 +190,13 @@ class LineSource(FileSource):
             reader.close()
             raise SourceError(f"the file is shorter ({size} bytes) than the saved position "
                               f"({self._offset} bytes); was it replaced?", source=self.req.name, file=path)
+        saved = position.get("fingerprint")
+        if saved is not None and _fingerprint(path, self._offset) != saved:
+            reader.close()
+            raise SourceError(f"the file's first {self._offset} bytes are not those read before the checkpoint: "
+                              "it was replaced or rotated (same name, other content), so the saved position "
+                              "means nothing in it; restore the original file, or start over with a new "
+                              "--state-dir", source=self.req.name, file=path)
         self._reader, self._started, self._draining = reader, False, False
 
     # -- files ----------------------------------------------------------------------------
@@ -316,6 +333,21 @@ class LineSource(FileSource):
 
     def _concat(self, tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables) if tables else self.req.schema.empty_table()
+
+
+_PRINT = 256  # bytes at each end of what was read that a position's fingerprint covers
+
+
+def _fingerprint(path: str, offset: int) -> str | None:
+    """A CRC of the first and the last ``_PRINT`` bytes before ``offset`` (None if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(min(offset, _PRINT))
+            f.seek(max(0, offset - _PRINT))
+            tail = f.read(min(offset, _PRINT))
+    except OSError:
+        return None
+    return f"{zlib.crc32(head):08x}{zlib.crc32(tail):08x}"
 
 
 def _empty_lines(data: bytes) -> int:

@@ -50,6 +50,7 @@ class ParquetSource(FileSource):
         self._row = 0
         self._batches = None
         self._resume = False  # after seek: reopen ``_name`` at ``_row``
+        self._size: int | None = None  # after seek: the size the file had at the saved position
 
     def _read(self) -> pa.Table | None:
         while True:
@@ -66,12 +67,19 @@ class ParquetSource(FileSource):
 
     @property
     def position(self) -> dict:
-        return {"file": self._name, "row": self._row}
+        position = {"file": self._name, "row": self._row}
+        if self._name is not None and self._row:
+            try:  # a Parquet file is written once: its size tells a replaced one apart
+                position["size"] = os.path.getsize(self._path())
+            except OSError:
+                pass
+        return position
 
     def seek(self, position: dict) -> None:
         self._batches, self._error = None, None
         self._name, self._row = position.get("file"), int(position.get("row", 0))
         self._resume = self._name is not None
+        self._size = position.get("size")
 
     def _close_file(self) -> None:
         self._batches = None
@@ -96,6 +104,11 @@ class ParquetSource(FileSource):
             if field.name not in names:
                 raise SourceError(f"column '{field.name}' is not in the Parquet file (which has: {', '.join(names)})",
                                   source=self.req.name, file=path, column=field.name)
+        if row and name == self._name and self._size not in (None, os.path.getsize(path)):
+            raise SourceError(f"the file is not the one read before the checkpoint (it had {self._size} bytes, "
+                              f"now {os.path.getsize(path)}): it was replaced, so the saved position means nothing "
+                              "in it; restore the original file, or start over with a new --state-dir",
+                              source=self.req.name, file=path)
         if row > reader.metadata.num_rows:
             raise SourceError(f"the file has {reader.metadata.num_rows} rows, fewer than the saved position ({row})",
                               source=self.req.name, file=path)
