@@ -280,6 +280,26 @@ class Engine:
             self.queries.after_step()
         return moved
 
+    def flush(self) -> None:
+        """Wait until every standing query has processed all input given so far (SQL: ``FLUSH``).
+
+        Unlike :meth:`run_until_idle` it does not raise for a query that failed
+        meanwhile (SHOW QUERIES says why); pull queries flush first, so they
+        read their writes.
+
+        Example:
+            >>> import dsms
+            >>> engine = dsms.Engine()
+            >>> _ = engine.execute("CREATE STREAM s (x INT) WITH (connector = 'memory');"
+            ...                    "CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM s;"
+            ...                    "INSERT INTO s VALUES (1), (2);")
+            >>> engine.execute("SELECT * FROM n").table.to_pylist()
+            [{'n': 2}]
+        """
+        with self._lock:
+            while self.step():
+                pass
+
     def run_until_idle(self) -> None:
         """Process everything available now: all memory inserts, all of every bounded file.
 
@@ -377,6 +397,7 @@ class Engine:
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
         views = pulled_views(stmt.query.tree, self.catalog)
         if views is not None:
+            self.flush()  # read your writes: the views have taken in what was inserted before
             table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
             return Result("rows", table=table)
         return self._start_query(stmt)
@@ -393,6 +414,10 @@ class Engine:
         log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
                    tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
+
+    def _do_Flush(self, stmt, base: str) -> Result:
+        self.flush()
+        return Result("ok", "Flushed")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
         if stmt.what == "queries":

@@ -23,12 +23,16 @@ from sqlglot import exp
 
 from .grammar import Diagnostic, Query, QueryStatement, SqlError
 from .grammar.stream_syntax import EmitClause
-from .planner import Catalog, plan_query
+from .planner import Catalog, LoweringRefused, plan_query
 from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
+from .planner.logical import Aggregate
+from .planner.lower_window import STREAM_ONLY
 from .planner.physical import BATCH
 from .planner.timeutil import node_span
 from .planner.types import Schema
-from .runtime.duck import Duck
+from .runtime.batch_read import ReadPlan
+from .runtime.changelog import OP
+from .runtime.duck import Duck, conform
 from .runtime.job import Job
 from .runtime.memory import MemoryLog
 from .runtime.operators.base import Env
@@ -78,13 +82,9 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
 
     Returns the result rows as an Arrow table.
     """
-    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    snapshot = _snapshot(catalog, views, {"connector": "memory"})
     logs: dict[str, MemoryLog] = {}
     for view in views:
-        schema = Schema(tuple(f.plain() for f in view.schema))
-        snapshot.objects[view.name.lower()] = SourceDef(
-            name=view.name, kind="stream", schema=schema, physical=tuple(schema.names), computed=(),
-            watermark=None, primary_key=(), options={"connector": "memory"}, base_dir=None, ddl="")
         rows = contents(view.name)
         log = logs[view.name.lower()] = MemoryLog(rows.schema)
         log.append(rows)
@@ -97,6 +97,10 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         job = Job(planned.physical, output, env, lambda op: _Columns(logs[op.source.name.lower()], op.columns))
         job.run()
         result = output.snapshot()
+        if OP in result.column_names:  # the changelog op is the engine's, never a column of the answer
+            result = result.drop_columns([OP])
+        if not result.num_rows and _global_aggregate(planned.optimized):
+            result = _over_nothing(query, catalog, views, stmt.source, result.schema)
         if finish is not None:  # ORDER BY / LIMIT of a pull query: over its finished result
             try:
                 result = env.duck.run(finish.sql(dialect="duckdb"), result)
@@ -108,6 +112,51 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
     finally:
         env.duck.close()
     return result
+
+
+def _global_aggregate(node) -> bool:
+    """Whether the plan aggregates without GROUP BY (its answer over no rows is one row)."""
+    if isinstance(node, Aggregate) and not node.keys:
+        return True
+    return any(_global_aggregate(child) for child in node.inputs)
+
+
+def _over_nothing(query: Query, catalog: Catalog, views, source, schema: pa.Schema) -> pa.Table:
+    """A query's answer over empty views, as a batch query gives it: ``COUNT(*)`` is one row of 0.
+
+    A continuous aggregate without GROUP BY says nothing until a row arrives;
+    a pull query answers as SQL over the rows the views hold, so the query's
+    DuckDB lowering is run over empty relations (the views stand in as
+    sources of the batch route, which are never read).
+    """
+    try:
+        lowered = plan_query(query, _snapshot(catalog, views, _NO_FILE), source).lowered("duckdb")
+    except LoweringRefused:
+        return schema.empty_table()
+    tree = lowered.tree.transform(lambda n: None if isinstance(n, exp.Having) and n.this.meta.get(STREAM_ONLY)
+                                  else n)
+    with duckdb.connect() as con:
+        for spec in lowered.scans:
+            con.register(spec.relation, ReadPlan.of(spec).relation_schema.empty_table())
+        table = con.sql(tree.sql(dialect="duckdb")).to_arrow_table()
+    if table.num_columns != len(schema):
+        return schema.empty_table()
+    return conform(table.rename_columns(schema.names), schema)
+
+
+# How the views of a pull query appear to the batch route when it answers over no rows.
+_NO_FILE = {"connector": "file", "path": "-", "format": "parquet"}
+
+
+def _snapshot(catalog: Catalog, views, options: dict) -> Catalog:
+    """The catalog with each view read by a pull query as a bounded stream of its current rows."""
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    for view in views:
+        schema = Schema(tuple(f.plain() for f in view.schema))
+        snapshot.objects[view.name.lower()] = SourceDef(
+            name=view.name, kind="stream", schema=schema, physical=tuple(schema.names), computed=(),
+            watermark=None, primary_key=(), options=dict(options), base_dir=None, ddl="")
+    return snapshot
 
 
 def _split_order(query: Query) -> tuple[Query, exp.Select | None]:

@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import datetime as _dt
 
+import numpy as np
 import pyarrow as pa
 
 from .runtime.operators.base import MIN_WATERMARK
 
 
 def format_value(value) -> str:
+    """One value as the shell and ``dsms run`` print it.
+
+    Doubles print at full precision, as the shortest text that reads back
+    as the same number (``5993790.5``, not ``5.99379e+06``).
+
+    Example:
+        >>> [format_value(v) for v in (5993790.5, 0.1, 1e20, float("nan"), None)]
+        ['5993790.5', '0.1', '1e+20', 'nan', 'NULL']
+    """
     if value is None:
         return "NULL"
     if isinstance(value, _dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
     if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
+        return repr(value)
     return str(value)
+
+
+def _column_cells(column: pa.ChunkedArray) -> list[str]:
+    if pa.types.is_float32(column.type):  # a FLOAT at its own precision: 0.1, not 0.10000000149011612
+        return ["NULL" if v is None else str(np.float32(v)) for v in column.to_pylist()]
+    return [format_value(v) for v in column.to_pylist()]
 
 
 def format_watermark(wm: int) -> str:
@@ -29,7 +45,7 @@ def format_watermark(wm: int) -> str:
 def format_rows(table: pa.Table, widths: list[int] | None = None) -> tuple[list[str], list[int]]:
     """Rows as aligned text lines; returns the lines and the column widths used."""
     names = table.column_names
-    cells = [[format_value(v) for v in table.column(i).to_pylist()] for i in range(table.num_columns)]
+    cells = [_column_cells(table.column(i)) for i in range(table.num_columns)]
     if widths is None:
         widths = [max([len(n)] + [len(c) for c in col]) for n, col in zip(names, cells)]
     lines = []

@@ -354,6 +354,10 @@ class _Build(Transformer):
         return st.ResumeQuery(_span(meta), self.source, name=children[-1])
 
     @v_args(meta=True)
+    def flush(self, meta, children):
+        return st.Flush(_span(meta), self.source)
+
+    @v_args(meta=True)
     def query(self, meta, children):
         q = self._query(children[0])
         return st.QueryStatement(q.span, self.source, query=q)

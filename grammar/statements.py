@@ -159,5 +159,10 @@ class ResumeQuery(Statement):
 
 
 @dataclass(frozen=True)
+class Flush(Statement):
+    """``FLUSH``: wait until every standing query has processed all input given so far."""
+
+
+@dataclass(frozen=True)
 class QueryStatement(Statement):
     query: Query | None = None

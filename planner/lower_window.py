@@ -120,6 +120,10 @@ def _stream_window_aggregate(lw, node: L.WindowAggregate, src):
     return lw.add(query, node.schema.names)
 
 
+# Marks a condition that only gives the lowered SQL the runtime's streaming answer.
+STREAM_ONLY = "stream_only"
+
+
 def lower_aggregate(lw, node: L.Aggregate):
     src = lw.rel(node.input)
     items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
@@ -127,7 +131,9 @@ def lower_aggregate(lw, node: L.Aggregate):
     if node.keys:
         query = query.group_by(*[c(k) for k in node.keys])
     else:  # no input rows, no row (as the runtime: a global aggregate appears with its first row)
-        query = query.having(exp.GT(this=exp.Count(this=exp.Star()), expression=lit(0)))
+        first_row = exp.GT(this=exp.Count(this=exp.Star()), expression=lit(0))
+        first_row.meta[STREAM_ONLY] = True  # a pull query, answering as batch SQL, drops it (dsms/pull.py)
+        query = query.having(first_row)
     return lw.add(query, node.schema.names)
 
 

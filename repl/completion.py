@@ -34,7 +34,7 @@ WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 FUNCTIONS = sorted(set(SCALAR_FUNCTIONS) | AGGREGATES | set(WINDOW_TVFS) | {"DESCRIPTOR", "ROW_NUMBER", "PROCTIME",
                                                                             "LATE"})
 STATEMENTS = ("SELECT", "CREATE", "INSERT INTO", "SHOW", "DESCRIBE", "EXPLAIN", "DROP", "SET", "RESET",
-              "PAUSE QUERY", "RESUME QUERY", "WITH", "VALUES")
+              "PAUSE QUERY", "RESUME QUERY", "FLUSH", "WITH", "VALUES")
 QUERY_KEYWORDS = ("SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "JOIN", "LEFT JOIN",
                   "RIGHT JOIN", "FULL OUTER JOIN", "CROSS JOIN", "ON", "AS", "AND", "OR", "NOT", "IN", "BETWEEN",
                   "IS NULL", "IS NOT NULL", "LIKE", "CASE", "WHEN", "THEN", "ELSE", "END", "DISTINCT", "UNION ALL",
