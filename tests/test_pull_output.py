@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import dsms
+
 from repl_helpers import Shell
 
 DSMS = os.path.join(os.path.dirname(sys.executable), "dsms")
