@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"dsms {__version__}")
     parser.add_argument("--state-dir", metavar="DIR", default=None,
                         help="the shell (or statements piped in): keep durable state, and the shell's history, in DIR")
+    parser.add_argument("-c", dest="sql", metavar="SQL", default=None,
+                        help="run these statements (as a script) instead of opening the shell")
+    parser.add_argument("-f", dest="file", metavar="FILE", default=None,
+                        help="run the statements of FILE (as dsms run FILE) instead of opening the shell")
+    parser.add_argument("--engine", dest="shell_engine", choices=ENGINES, default=None,
+                        help="the shell (or -c / -f): where queries run, as SET 'engine'")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a script to completion (bounded sources) or until interrupted",
@@ -72,7 +78,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(parser: argparse.ArgumentParser, args) -> int:
     if args.command is None:
-        return shell(args.state_dir)
+        if args.sql is not None or args.file is not None:
+            text = args.sql if args.sql is not None else _read(args.file)
+            base = os.path.dirname(os.path.abspath(args.file)) if args.file else os.getcwd()
+            try:
+                return run_script(text, base, state_dir=args.state_dir, engine=args.shell_engine)
+            except DsmsError as e:
+                print(str(e), file=sys.stderr)
+                return 1
+        return shell(args.state_dir, args.shell_engine)
     try:
         if args.command == "run" and args.script is None and args.state_dir is None:
             parser.error("dsms run needs a script (or --state-dir DIR to continue what DIR holds)")
@@ -89,17 +103,17 @@ def _main(parser: argparse.ArgumentParser, args) -> int:
         return 130
 
 
-def shell(state_dir: str | None) -> int:
+def shell(state_dir: str | None, engine: str | None = None) -> int:
     """No command: the interactive shell on a terminal; statements piped in run as a script."""
     if not sys.stdin.isatty():
         try:
-            return run_script(sys.stdin.read(), os.getcwd(), state_dir=state_dir)
+            return run_script(sys.stdin.read(), os.getcwd(), state_dir=state_dir, engine=engine)
         except DsmsError as e:
             print(str(e), file=sys.stderr)
             return 1
     from .repl import main as repl  # prompt-toolkit is loaded only when the shell starts
 
-    return repl(state_dir=state_dir)
+    return repl(state_dir=state_dir, engine=engine)
 
 
 def _read(path: str) -> str:

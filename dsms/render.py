@@ -60,6 +60,27 @@ def format_header(names: list[str], widths: list[int]) -> list[str]:
     return [head, rule]
 
 
+def format_expanded(table: pa.Table) -> str:
+    """Rows as ``column | value`` blocks, one per row (the shell's ``\\x``), for wide results.
+
+    Example:
+        >>> print(format_expanded(pa.table({"id": [1], "name": ["ann"]})))
+        -[ RECORD 1 ]-
+        id   | 1
+        name | ann
+        (1 row)
+    """
+    names = table.column_names
+    cells = [_column_cells(table.column(i)) for i in range(table.num_columns)]
+    width = max([len(n) for n in names], default=0)
+    out = []
+    for r in range(table.num_rows):
+        out.append(f"-[ RECORD {r + 1} ]-")
+        out += [f"{n.ljust(width)} | {cells[c][r]}".rstrip() for c, n in enumerate(names)]
+    out.append(f"({table.num_rows} row{'s' if table.num_rows != 1 else ''})")
+    return "\n".join(out)
+
+
 def format_table(table: pa.Table) -> str:
     lines, widths = format_rows(table)
     out = format_header(table.column_names, widths) + lines

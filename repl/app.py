@@ -32,12 +32,12 @@ from prompt_toolkit.patch_stdout import patch_stdout
 import dsms
 from dsms import DsmsError
 from dsms.grammar import Diagnostic, ResetOption, SetOption, SqlError, parse_script
-from dsms.render import format_table
+from dsms.render import format_expanded, format_table
 
 from .completion import SqlCompleter, quote_name
 from .highlight import STYLE, SqlLexer, highlight
 from .live import RESULT_MODES, LiveResult
-from .meta import EndSession, run_meta
+from .meta import EndSession, read_script, run_meta
 from .tokens import statement_complete
 
 PROMPT = "dsms> "
@@ -59,6 +59,7 @@ class Repl:
     def __init__(self, engine, *, input=None, output=None, history=None, tick: float = 0.1):
         self.engine = engine
         self.options = {key: default for key, (default, _) in SESSION_OPTIONS.items()}
+        self.expanded = False  # \x: result tables as one block per row
         self.live: LiveResult | None = None
         self.tick = tick
         self._executing = False
@@ -150,7 +151,15 @@ class Repl:
         self._executing = True
         try:
             if stripped.startswith("\\"):
-                self.print(run_meta(stripped, self.engine))
+                command, _, rest = stripped.partition(" ")
+                if command == "\\x":  # expanded display of result tables, on or off
+                    self.expanded = not self.expanded
+                    self.print(f"Expanded display is {'on' if self.expanded else 'off'}.")
+                elif command in ("\\i", "\\include"):  # run the statements of a file
+                    for stmt in parse_script(read_script(rest.strip())):
+                        self.execute(stmt)
+                else:
+                    self.print(run_meta(stripped, self.engine))
                 return True
             for stmt in parse_script(text):
                 self.execute(stmt)
@@ -183,7 +192,7 @@ class Repl:
             table = result.table
             if isinstance(stmt, SetOption):  # SET lists the shell's options with the engine's
                 table = _append_options(table, self.options)
-            self.print(format_table(table))
+            self.print(format_expanded(table) if self.expanded else format_table(table))
 
     def _session_option(self, stmt) -> bool:
         """SET / RESET of the shell's own options; False if the statement is for the engine."""
@@ -308,9 +317,15 @@ def _set_sigint(handler):
     return None
 
 
-def main(state_dir: str | None = None) -> int:
-    """``dsms``: the shell on the terminal, with history kept under the home folder or the state dir."""
+def main(state_dir: str | None = None, engine: str | None = None) -> int:
+    """``dsms``: the shell on the terminal, with history kept under the home folder or the state dir.
+
+    ``engine`` (``dsms --engine``): where the session's queries run, as ``SET 'engine'``.
+    """
+    route = engine
     engine = dsms.Engine(state_dir=state_dir)
+    if route is not None:
+        engine.execute(f"SET 'engine' = '{route}'")
     history, where = _history(state_dir)
     repl = Repl(engine, history=history)
     repl.print(f"dsms {dsms.__version__}: statements end with ';'. \\help for help, \\q to quit.")

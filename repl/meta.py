@@ -1,4 +1,4 @@
-"""Backslash commands: ``\\help``, ``\\d [name]`` and ``\\q``.
+"""Backslash commands: ``\\help``, ``\\d [name]``, ``\\q`` (and ``\\i file``, ``\\x``, run by the shell).
 
 They end at the end of the line (no ``;``) and are the shell's own; SQL
 statements go to the engine.
@@ -6,9 +6,11 @@ statements go to the engine.
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
-from dsms.grammar import Describe, Name, Span
+from dsms.grammar import Describe, DsmsError, Name, Span
 from dsms.render import format_table
 
 HELP = """\
@@ -24,6 +26,8 @@ Statements end with ';' and may span lines. Backslash commands end at the end of
   SET 'key' = 'value';   SET;   RESET 'key';
       'result_mode' = 'table' (a table updated in place) | 'changelog' (every change, with +I -U +U -D)
 
+  \\i file      run the statements of a file
+  \\x           expanded display (one block per row) on or off
   \\d           list streams, tables, views, materialized views and sinks
   \\d name      describe one: its columns and its definition
   \\help        this text
@@ -49,7 +53,18 @@ def run_meta(text: str, engine) -> str:
         return HELP
     if command in ("\\d", "\\d+"):
         return describe(engine, text) if rest.strip() else list_objects(engine)
-    return f"unknown command {command}: \\d [name], \\help and \\q are known"
+    return f"unknown command {command}: \\d [name], \\i file, \\x, \\help and \\q are known"
+
+
+def read_script(path: str) -> str:
+    """``\\i file``: the file's text (a DsmsError if it cannot be read)."""
+    if not path:
+        raise DsmsError("\\i needs a file: \\i script.sql")
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise DsmsError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def list_objects(engine) -> str:

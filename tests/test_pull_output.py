@@ -93,3 +93,36 @@ def test_the_shell_prints_full_precision_and_reads_its_writes_on_one_line():
             assert "e+06" not in sh.screen.text() and "__op" not in sh.screen.text()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_dsms_c_and_f_run_statements_and_engine_picks_the_route(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"x": 1.5}\n{"x": 2.25}\n')
+    (tmp_path / "q.sql").write_text("CREATE STREAM s (x DOUBLE) WITH (connector = 'file', path = 'in.jsonl', "
+                                    "format = 'json');\nSELECT SUM(x) AS total FROM s;\n")
+    done = subprocess.run([DSMS, "-f", str(tmp_path / "q.sql")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "| 3.75" in done.stdout
+    done = subprocess.run([DSMS, "--engine", "duckdb", "-c", "SET;"], capture_output=True, text=True, timeout=120)
+    assert any(line.split() == ["engine", "|", "duckdb"] for line in done.stdout.splitlines()), done.stdout
+    done = subprocess.run([DSMS, "-c", "SHOW STREAMS; SELECT nope FROM x;"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "unknown relation 'x'" in done.stderr and "line 1, column" in done.stderr
+
+
+def test_the_shell_runs_a_file_with_backslash_i_and_expands_rows_with_backslash_x(tmp_path):
+    (tmp_path / "setup.sql").write_text("CREATE STREAM s (k VARCHAR, x DOUBLE) WITH (connector = 'memory');\n"
+                                        "CREATE MATERIALIZED VIEW per_k AS SELECT k, SUM(x) AS total FROM s GROUP BY k;\n"
+                                        "INSERT INTO s VALUES ('a', 0.5);\n")
+
+    async def scenario():
+        async with Shell() as sh:
+            await sh.run(f"\\i {tmp_path / 'setup.sql'}")
+            await sh.wait_for("Inserted 1 row into s")
+            await sh.run("\\x")
+            await sh.wait_for("Expanded display is on.")
+            await sh.run("SELECT * FROM per_k;")
+            await sh.wait_for("-[ RECORD 1 ]-\nk     | a\ntotal | 0.5\n(1 row)")
+            await sh.run("\\i no/such/file.sql")
+            await sh.wait_for("cannot read no/such/file.sql")
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
