@@ -10,7 +10,7 @@ Example:
     >>> from dsms.planner.catalog import SinkDef
     >>> catalog = declare("CREATE STREAM s (x INT) WITH (connector = 'file', path = '/data/s.jsonl', format = 'json')")
     >>> sink = SinkDef(name="out", options={"connector": "file", "path": "/data/s.jsonl"}, query=None,
-    ...                schema=None, base_dir="/")
+    ...                schema=None, base_dir="/", ddl="")
     >>> source_reading(sink.path, catalog).name
     's'
 """

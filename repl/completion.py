@@ -49,7 +49,7 @@ EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREAT
 SOURCE_OPTIONS = ("connector", "path", "format", "on_error", "watch", "idle_timeout", "allowed_lateness",
                   "scan.startup.mode")
 TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY")
-META_COMMANDS = ("\\d", "\\help", "\\q")
+META_COMMANDS = ("\\d", "\\i", "\\x", "\\help", "\\q")
 RELATION_KINDS = ("stream", "table", "view", "materialized view")
 # After these a word is a clause keyword, not an alias.
 _NOT_ALIAS = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "ON",
