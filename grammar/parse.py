@@ -44,7 +44,8 @@ _TERMINAL_WORDS = {
     "QUERY_KW": "QUERY",
 }
 
-_EXPLAIN_TARGET = re.compile(r"\s+FOR\s+(duckdb|spark|runtime)\s*$", re.IGNORECASE)
+# EXPLAIN LOWERED <query> FOR <engine>: the engine's name is checked when the statement is planned.
+_EXPLAIN_TARGET = re.compile(r"\s+FOR\s+([a-z_][a-z0-9_-]*)\s*$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)
