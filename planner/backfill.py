@@ -50,7 +50,6 @@ from .logical_late import LateScan
 from .lower_sql import LoweringRefused, micros
 from .sqlgen import lit
 
-BACKFILLS = ("off", "duckdb", "spark")
 NO_EVENTS = -(2**62)  # a source without events holds the watermark back (below every time)
 
 

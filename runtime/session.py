@@ -12,7 +12,7 @@ Example:
     >>> session = Session()
     >>> planned = plan_query("SELECT x + 1 AS y FROM s", catalog)
     >>> print(session.choose(planned, catalog.settings).describe())
-    route: runtime (the batch routes cannot read memory stream 's': ...)
+    route: runtime (the batch routes cannot read 's' ...)
     >>> output = session.open_output("query", planned)
     >>> job = session.start("q", planned, catalog.settings, output)
     >>> job.stats().status, job.stats().route
