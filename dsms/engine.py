@@ -55,6 +55,7 @@ from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.routing import RouteChoice, parse_size
 from .planner.timeutil import parse_duration
+from .planner.vocabulary import ChangeOp
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, QueryStatus, Result
@@ -222,7 +223,7 @@ class Engine:
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+            log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table)
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -258,7 +259,7 @@ class Engine:
             raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
                             "the table has a WATERMARK, so each change says from when it holds")
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, 3, source.name))
+            log.append(keyed_changes(table, source.primary_key, ChangeOp.DELETE, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -392,7 +393,7 @@ class Engine:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
         table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
+        log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table,
                    tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 

@@ -25,9 +25,10 @@ from sqlglot import exp
 from .physical_plan import UnsupportedPlan
 from .sqlgen import floor_to, lit
 from .types import to_sql_type
+from .vocabulary import OP  # noqa: F401 - (lowering modules take it from here)
 
 DIALECTS = ("duckdb", "spark")
-FILE, ROW, MAX_BEFORE, OP = "__file", "__row", "__mx", "__op"  # columns every scan relation carries
+FILE, ROW, MAX_BEFORE = "__file", "__row", "__mx"  # columns every scan relation carries (and OP for changes)
 ORDER = (FILE, ROW)  # source order: the file's place in the source, the row's place in the file
 RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
 
