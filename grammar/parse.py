@@ -22,8 +22,9 @@ import lark
 from lark import Token, Transformer, v_args
 
 from . import statements as st
-from .diagnostics import Diagnostic, Span, SqlSyntaxError
+from .diagnostics import Diagnostic, Span
 from .dialect import parse_expression, parse_query
+from .errors import SqlSyntaxError
 
 # How terminals are named to a user in "expected ..." messages.
 _TERMINAL_WORDS = {

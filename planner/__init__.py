@@ -22,12 +22,13 @@ from . import logical
 from .binder import bind_query
 from .catalog import Catalog
 from .ddl import declare
+from .errors import UnsupportedPlan
 from .explain import explain_logical, explain_physical
 from .lower_plan import Lowered, LoweringRefused, lower_plan
 from .lower_stream import unbounded_sources
 from .optimizer import optimize
 from .physical import OP, PhysicalPlan
-from .physical_plan import UnsupportedPlan, plan_physical
+from .physical_plan import plan_physical
 from .types import Schema
 
 

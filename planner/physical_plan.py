@@ -15,10 +15,10 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
+from .errors import UnsupportedPlan
 from .expressions import col
 from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
@@ -374,10 +374,6 @@ def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
     return f"{node.label()} over {' -> '.join(n.label() for n in chain)}"
 
 
-
-
-class UnsupportedPlan(DsmsError):
-    """A query the chosen route cannot run (yet); the message says what to do instead."""
 
 
 def _unsupported(what: str, instead: str) -> UnsupportedPlan:

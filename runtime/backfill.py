@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..grammar import DsmsError
 from ..planner.backfill import state_reach
 from ..planner.explain import explain_physical
 from ..planner.lower_plan import Lowered
 from .batch_read import RunStats, ScanStats
 from .connectors.base import ReaderWrapper
+from .errors import BackfillError
 from .job import Job
 from .operators.base import MIN_WATERMARK
 from .operators.source import SourceLogic
@@ -50,10 +50,6 @@ from .routes import Output, StartContext, backfill_executor
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
     from ..planner.routing import RouteChoice
-
-
-class BackfillError(DsmsError):
-    """The history changed while it was backfilled."""
 
 
 class Backfill:

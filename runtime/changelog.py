@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..planner.vocabulary import OP, RETRACTIONS, ChangeOp
+from .errors import ChangelogError
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = ChangeOp  # the row kinds (planner/vocabulary.py)
 OP_NAMES = tuple(op.short for op in ChangeOp)
@@ -36,10 +37,6 @@ def op_names(table: pa.Table) -> pa.Array:
 
 def is_retraction(table: pa.Table) -> pa.Array:
     return pc.is_in(table.column(OP), pa.array(RETRACTIONS, pa.int8()))
-
-
-class ChangelogError(ValueError):
-    """A changelog retracted a row that was not there."""
 
 
 def apply_changes(current: pa.Table | None, deltas: list[pa.Table], strict: bool = False) -> pa.Table:

@@ -21,11 +21,11 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
-from ..grammar import DsmsError
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .checkpoint import Checkpoint, plan_fingerprint
 from .connectors.base import SourceReader
+from .errors import EvaluationError  # noqa: F401 - (raised here; programs catch it from dsms)
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
 from .operators.cql import SnapshotDiffLogic
@@ -109,15 +109,6 @@ class JobMetrics:
     rows_out: int = 0
     busy_s: float = 0.0
     meter: RateMeter = field(default_factory=RateMeter)
-
-
-class EvaluationError(DsmsError):
-    """An expression of a query failed on the data it was given (the query stops, as in Flink)."""
-
-    def __init__(self, operator: str, cause: Exception):
-        what = str(cause).strip().split("\n")[0]
-        hint = "; TRY_CAST gives NULL where a value does not convert" if "onver" in what else ""
-        super().__init__(f"the query failed in {operator}: {what}{hint}")
 
 
 class Lifecycle:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import pyarrow as pa
 
-from ..grammar import DsmsError
+from .errors import RouteNotFound
 from .operators.base import MIN_WATERMARK
 
 if TYPE_CHECKING:
@@ -176,10 +176,6 @@ class FailedJob:
 
     def keep_checkpoints(self, folder: str, take: Callable[[], None]) -> None:
         pass
-
-
-class RouteNotFound(DsmsError):
-    """No registered route serves a routing choice."""
 
 
 @lru_cache(maxsize=1)

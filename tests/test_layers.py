@@ -85,3 +85,25 @@ def test_a_check_that_loads_them_would_see_it():
     code = "import sys, dsms, dsms.repl.app; print('prompt_toolkit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_every_error_class_is_defined_in_its_layers_errors_module():
+    """One error tree: each DsmsError subclass lives in grammar/, planner/ or runtime/errors.py."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dsms
+
+    found = {}
+    for package in ("dsms", "dsms.grammar", "dsms.planner", "dsms.runtime", "dsms.repl"):
+        module = importlib.import_module(package)
+        names = [package] + [m.name for m in pkgutil.walk_packages(module.__path__, package + ".")]
+        for name in names:
+            for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass):
+                if issubclass(cls, dsms.DsmsError) and cls.__module__.startswith("dsms"):
+                    found[cls.__qualname__] = cls.__module__
+    assert {"DsmsError", "SqlError", "UnsupportedPlan", "SourceError", "EvaluationError"} <= set(found)
+    elsewhere = {name: module for name, module in found.items()
+                 if module not in ("dsms.grammar.errors", "dsms.planner.errors", "dsms.runtime.errors")}
+    assert not elsewhere, elsewhere
