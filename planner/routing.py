@@ -110,7 +110,7 @@ def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) 
             raise refused
         names = ", ".join(f"'{s.name}'" for s in unbounded_sources(root))
         return RouteChoice(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
-    if engine in ("duckdb", "spark"):
+    if engine != "auto":  # a batch route asked for by name (SET 'engine' checks the name against the routes)
         refused = refusal(root, engine)
         if refused is not None:
             raise refused
