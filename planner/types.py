@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 from sqlglot import exp
 
-from ..grammar import Diagnostic, DsmsError, Span, SqlError
+from ..grammar import Diagnostic, Span, SqlError
 
 TIMESTAMP = pa.timestamp("us")
 
@@ -59,10 +59,6 @@ _SQL_NAMES = {
     pa.binary(): "VARBINARY",
     pa.null(): "NULL",
 }
-
-
-class TypeError_(DsmsError):
-    """A type the engine does not support."""
 
 
 class InvalidType(ValueError):

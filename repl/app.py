@@ -325,7 +325,7 @@ def main(state_dir: str | None = None, engine: str | None = None) -> int:
     route = engine
     engine = dsms.Engine(state_dir=state_dir)
     if route is not None:
-        engine.execute(f"SET 'engine' = '{route}'")
+        engine.set("engine", route, save=False)
     history, where = _history(state_dir)
     repl = Repl(engine, history=history)
     repl.print(f"dsms {dsms.__version__}: statements end with ';'. \\help for help, \\q to quit.")
