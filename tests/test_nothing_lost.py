@@ -351,7 +351,7 @@ def test_a_full_disk_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
 def test_an_unexpected_error_prints_one_line_and_writes_a_log(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DSMS_LOG_DIR", str(tmp_path / "logs"))
 
-    def broken(self, stmt, base_dir=None):
+    def broken(*args, **kwargs):
         raise RuntimeError("something internal")
 
     monkeypatch.setattr(dsms.Engine, "execute_statement", broken)
