@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(parser, args)
     except Exception as e:  # not a DsmsError: a bug, told in one line, its traceback in a log file
-        print(report_bug(e, "dsms " + " ".join(sys.argv[1:] if argv is None else argv))[0], file=sys.stderr)
+        command = "dsms " + " ".join(sys.argv[1:] if argv is None else argv)
+        print(report_bug(e, f"{command}\n(dsms {__version__})")[0], file=sys.stderr)
         return 70  # EX_SOFTWARE
 
 

@@ -30,7 +30,10 @@ def crash_dir() -> str:
 
 
 def report_bug(error: BaseException, context: str = "") -> tuple[str, str | None]:
-    """Write ``error``'s traceback to a new log file; returns the line to show the user and the file."""
+    """Write ``error``'s traceback to a new log file; returns the line to show the user and the file.
+
+    ``context`` heads the log (the command line and the version, say).
+    """
     summary = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
     if len(summary) > 200:
         summary = summary[:200] + "..."
@@ -39,9 +42,7 @@ def report_bug(error: BaseException, context: str = "") -> tuple[str, str | None
         os.makedirs(crash_dir(), exist_ok=True)
         fd, path = tempfile.mkstemp(prefix=time.strftime("crash-%Y%m%d-%H%M%S-"), suffix=".log", dir=crash_dir())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            from . import __version__
-
-            f.write(f"dsms {__version__}\n{context}\n\n")
+            f.write(f"{context}\n\n")
             f.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
     except OSError:
         path = None
