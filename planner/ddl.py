@@ -25,10 +25,21 @@ SOURCE_OPTIONS = {
              "csv.delimiter": None},
     "memory": {"connector": None, "idle_timeout": "duration", "allowed_lateness": "duration",
                "scan.startup.mode": ("earliest-offset", "latest-offset")},
+    # Flink CDC's option names (docs/connectors.md); pgoutput is the one decoding plugin.
+    "postgres-cdc": {"connector": None, "hostname": None, "port": "int", "username": None, "password": None,
+                     "database-name": None, "schema-name": None, "table-name": None, "slot.name": None,
+                     "decoding.plugin.name": None, "scan.startup.mode": ("initial", "latest-offset"),
+                     "debezium.publication.name": None, "on_error": ("fail", "skip"), "dead_letter": None,
+                     "idle_timeout": "duration", "allowed_lateness": "duration", "batch.size": "int"},
 }
 SINK_OPTIONS = {
     "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet")},
     "memory": {"connector": None},
+    "jdbc": {"connector": None, "url": None, "table-name": None, "username": None, "password": None},
+}
+REQUIRED_OPTIONS = {
+    "postgres-cdc": ("hostname", "username", "database-name", "table-name", "slot.name"),
+    "jdbc": ("url", "table-name"),
 }
 
 
@@ -62,6 +73,15 @@ def check_options(options: dict, allowed_by_connector: dict, what: str, stmt, re
             if key not in options:
                 raise SqlError(Diagnostic(f"the file connector needs '{key}'", span, stmt.source,
                                           help=f"add {key} = '...' to WITH (...)"))
+    for key in REQUIRED_OPTIONS.get(connector.lower(), ()):
+        if not options.get(key):
+            raise SqlError(Diagnostic(f"the {connector.lower()} connector needs '{key}'", span, stmt.source,
+                                      help=f"add '{key}' = '...' to WITH (...)"))
+    plugin = options.get("decoding.plugin.name", "pgoutput").lower()
+    if plugin != "pgoutput":
+        raise SqlError(Diagnostic(f"decoding.plugin.name '{plugin}' is not supported", span, stmt.source,
+                                  help="use 'pgoutput' (built into PostgreSQL 10 and later; decoderbufs and "
+                                       "wal2json need server extensions dsms does not decode)"))
 
 
 def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = None) -> Catalog:
@@ -132,6 +152,10 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
+    if kind == "stream" and options["connector"].lower() == "postgres-cdc":
+        raise SqlError(Diagnostic("postgres-cdc reads a table's inserts, updates and deletes, so it needs a TABLE "
+                                  "with the table's PRIMARY KEY", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
     if kind == "stream" and options.get("format", "").lower() == "debezium-json":
         raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,

@@ -71,17 +71,22 @@ class Scheduler:
             reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"),
                                                  self.batch_rows)
             return _Select(reader, list(op.columns) + ([OP] if src.kind == "table" else []))
-        if src.connector == "file":
-            from .connectors import open_file_source
+        if src.connector not in ("file", "postgres-cdc"):
+            raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
+        schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
+        # A table's deletes carry only the key (and the time of a versioned table): other columns may be NULL.
+        not_null = tuple(c for c in op.columns if c == op.time_column or (
+            not src.schema.find(c).nullable and (src.kind != "table" or c in src.primary_key)))
+        rows = int(src.options.get("batch.size", self.batch_rows))
+        if src.connector == "postgres-cdc":
+            from .connectors.postgres_cdc import open_postgres_cdc
 
-            schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
-            # A table's deletes carry only the key (and the time of a versioned table): other columns may be NULL.
-            not_null = tuple(c for c in op.columns if c == op.time_column or (
-                not src.schema.find(c).nullable and (src.kind != "table" or c in src.primary_key)))
-            rows = int(src.options.get("batch.size", self.batch_rows))
-            changelog = "append" if src.kind != "table" else "debezium" if src.format == "debezium-json" else "upsert"
-            return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows, changelog))
-        raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
+            request = ReadRequest(src.name, src.options, None, schema, not_null, rows, "upsert")
+            return open_postgres_cdc(request, src.primary_key, src.base_dir)
+        from .connectors import open_file_source
+
+        changelog = "append" if src.kind != "table" else "debezium" if src.format == "debezium-json" else "upsert"
+        return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows, changelog))
 
     # -- jobs -----------------------------------------------------------------------
 
