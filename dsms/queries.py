@@ -232,7 +232,9 @@ class Queries:
     def checkpoint(self, query: RunningQuery, now: int | None = None) -> None:
         self._attach(query)  # a new standing query gets its folder (uid) after it starts
         query.checkpoint_seq += 1
-        ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
+        taken = ckpt.capture(query.job)
+        ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, taken)
+        ckpt.complete(query.job, taken)
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
         query.checkpointed = query.progress_marker()
 
@@ -304,6 +306,16 @@ def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: 
 
         position = saved.output.get("position") if saved is not None else None
         return SinkOutput(open_file_sink(sink.options, sink.path, schema, updating, position=position))
+    if sink is not None and sink.options.get("connector", "memory").lower() == "jdbc":
+        from .runtime.connectors.jdbc_sink import open_jdbc_sink
+
+        writer = open_jdbc_sink(sink.name, sink.options, schema, updating,
+                                position=saved.output.get("position") if saved is not None else None,
+                                pending=saved.contents if saved is not None else None)
+        if saved is not None and saved.job.get("done"):
+            writer.close()  # it had finished: the checkpoint's last rows are in the table now
+            return ClosedOutput()
+        return SinkOutput(writer)
     output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
     if saved is not None:
         output.restore(saved.output, saved.contents)

@@ -76,6 +76,20 @@ def capture(job: Job | BatchJob) -> Checkpoint:
     return Checkpoint(meta, job.env.state.snapshot(), output, contents)
 
 
+def complete(job: Job | BatchJob, ckpt: Checkpoint) -> None:
+    """``ckpt`` of ``job`` is on disk: sources and sinks that wait for that may act on it (a replication
+    slot confirms the checkpoint's LSN, a write-ahead sink commits the checkpoint's rows)."""
+    if isinstance(job, Job):
+        for op_id, s in job.sources:
+            saved = ckpt.job["sources"].get(str(op_id))
+            confirm = getattr(_reader(s), "checkpoint_complete", None)
+            if confirm is not None and saved is not None:
+                confirm(saved["position"])
+    commit = getattr(job.output, "checkpoint_complete", None)
+    if commit is not None:
+        commit(ckpt.output)
+
+
 def restore(job: Job, ckpt: Checkpoint) -> None:
     """Put ``ckpt`` back into a new job of the same plan (before its first turn)."""
     meta = ckpt.job
