@@ -61,6 +61,7 @@ from .postgres_common import (
 
 STARTUP_MODES = ("initial", "latest-offset")
 _READ_BUDGET_S = 0.2  # hand on what arrived within this long, so the job stays responsive
+_SLOT_RELEASE_S = 10.0
 
 
 def open_postgres_cdc(req: ReadRequest, key: tuple[str, ...], base_dir: str | None = None) -> PostgresCdcReader:
@@ -241,8 +242,15 @@ class PostgresCdcReader:
                        f"ALTER PUBLICATION {self.publication} ADD TABLE {self.schema_name}.{self.table_name}")
 
     def _slot_row(self, meta):
-        return meta.execute("SELECT active, plugin, database FROM pg_replication_slots WHERE slot_name = %s",
-                            (self.slot,)).fetchone()
+        """The slot's (active, plugin, database), or None; waits a while for a slot in use to be let go
+        (the server notices a killed reader's connection is gone only after a moment)."""
+        deadline = time.monotonic() + _SLOT_RELEASE_S
+        while True:
+            row = meta.execute("SELECT active, plugin, database FROM pg_replication_slots WHERE slot_name = %s",
+                               (self.slot,)).fetchone()
+            if row is None or not row[0] or time.monotonic() > deadline:
+                return row
+            time.sleep(0.1)
 
     def _drop_stale_slot(self, meta) -> None:
         """A fresh start (no checkpoint) begins from a new slot: an old one's position means nothing here."""
@@ -256,6 +264,9 @@ class PostgresCdcReader:
 
     def _check_slot(self, meta) -> None:
         row = self._slot_row(meta)
+        if row is not None and row[0]:
+            self._fail(f"replication slot '{self.slot}' is in use by another connection; give each source its "
+                       "own slot.name")
         if row is None:
             self._fail(f"replication slot '{self.slot}' is gone, so the changes after the checkpoint "
                        f"(LSN {lsn_text(self.lsn)}) cannot be read; start the query again without its state")
