@@ -339,3 +339,28 @@ def test_the_changelog_json_sink_of_connectors_md_writes_the_lines_it_shows(tmp_
     assert lines == ['{"op":"+I","auction":1,"total":10}', '{"op":"-U","auction":1,"total":10}',
                      '{"op":"+U","auction":1,"total":12}']
     assert lines[1] in open(os.path.join(ROOT, "docs/connectors.md")).read()  # the line the page shows
+
+
+def test_the_postgresql_example_of_connectors_md_writes_the_totals_it_shows(request):
+    import decimal
+    import time
+
+    page = "docs/connectors.md"
+    statements = on_test_server([(page, s) for s in parse_script(block(page, "'postgres-cdc'"))], page, request)
+    pg = request.getfixturevalue("postgres")
+    url = pg.url.rsplit("/", 1)[0] + "/docs_connectors"
+    import psycopg
+
+    def totals():
+        with psycopg.connect(url) as conn:
+            return sorted(conn.execute("SELECT * FROM customer_totals").fetchall())
+
+    shown = [("ada", 2, decimal.Decimal("19.75")), ("bob", 1, decimal.Decimal("3.00"))]
+    with dsms.Engine() as engine:
+        for _, stmt in statements:
+            engine.execute_statement(stmt)
+        deadline = time.monotonic() + 30
+        while totals() != shown and time.monotonic() < deadline:
+            engine.run_until_idle()
+            time.sleep(0.05)
+    assert totals() == shown

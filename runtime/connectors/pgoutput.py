@@ -111,6 +111,7 @@ class ChangeDecoder:
         self._key_positions: list[int] = []
         self.ops: list[int] = []
         self.values: list[list] = [[] for _ in columns]
+        self._appends = [column.append for column in self.values]
         self.commit_rows: list[tuple[int, int]] = []  # (rows so far, commit LSN) at each commit
         self.committed_rows = 0  # rows of committed transactions (the rest belong to an open one)
         self.position = since  # the end LSN of the last committed transaction
@@ -205,14 +206,14 @@ class ChangeDecoder:
             keys = set(self._key_positions)
             values = [v if i in keys else None for i, v in enumerate(values)]
         row = [values[p] for p in self._positions]
-        if any(v is UNCHANGED for v in row):
-            column = self.columns[next(i for i, v in enumerate(row) if v is UNCHANGED)]
+        if UNCHANGED in row:
+            column = self.columns[row.index(UNCHANGED)]
             raise DecodeError(f"an update did not carry column '{column}' (a large value stored out of line "
                               f"that did not change); ALTER TABLE {self.schema}.{self.table} REPLICA IDENTITY "
                               "FULL makes PostgreSQL send it")
         self.ops.append(op)
-        for buffer, value in zip(self.values, row):
-            buffer.append(value)
+        for append, value in zip(self._appends, row):
+            append(value)
 
     def _truncate(self, payload: bytes) -> None:
         (count,) = _I32.unpack_from(payload, 1)
@@ -231,6 +232,7 @@ class ChangeDecoder:
         ops, self.ops = self.ops[:n], self.ops[n:]
         values = [column[:n] for column in self.values]
         self.values = [column[n:] for column in self.values]
+        self._appends = [column.append for column in self.values]
         commits, self.commit_rows = self.commit_rows, []
         self.committed_rows = 0
         self._txn_start = max(0, self._txn_start - n)
