@@ -29,6 +29,7 @@ class OpSpec:
     changelog: str
     watermark: str | None
     label: str
+    state: str | None = None  # what bounds the operator's state, for EXPLAIN (None: it keeps none)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class GroupAggOp(DuckStateOp):
     keys: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
+    ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped
+    expire: tuple[str, ...] = ()  # with $1 = the oldest last-write time kept: drop older keys
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,9 @@ class JoinPlanning:
         src = self.ops[source_id]
         columns = [(f.name, f.type) for f in src.schema if f.name != OP]
         sql = normalize_sql(len(self.ops), columns, node.source.primary_key)
-        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}], state: the current row per key)"
+        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}])"
         return self.add(ChangelogNormalizeOp, node, (source_id,), label, schema=src.schema,
+                        state="the current row per key (bounded by the table's keys)",
                         keys=node.source.primary_key, setup=sql.setup, per_batch=sql.per_batch,
                         state_tables=(sql.state_table,))
 
