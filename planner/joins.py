@@ -210,7 +210,7 @@ class Join(Node):
         if self.strategy == "lookup":
             return "the table's current rows"
         if self.ttl:
-            return f"the rows of both inputs until not written for {duration(self.ttl)} (state.ttl)"
+            return f"the rows of both inputs, until their join key is not touched for {duration(self.ttl)} (state.ttl)"
         streams = [side for side, n in (("left", self.left), ("right", self.right)) if n.changelog == APPEND]
         if not streams:
             return "the current rows of both inputs"

@@ -150,10 +150,6 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
 
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
-        if getattr(n, "ttl", 0):
-            raise _refuse(route, f"bound the state of {n.label()} by SET 'state.ttl'",
-                          "a state time-to-live drops rows by processing time, which a batch statement does not "
-                          "have (SET 'state.ttl' = '0 ms' computes the exact result)")
         if isinstance(n, Join) and n.strategy == "lookup":
             raise _refuse(route, f"run the lookup join {n.label()}",
                           "each event meets the table as it is when the event arrives, which depends on timing; "
@@ -175,6 +171,11 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
+    if ttl is not None:
+        raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
+                      "a state time-to-live drops rows by processing time, which a batch statement does not "
+                      "have (SET 'state.ttl' = '0 ms' computes the exact result)")
     if streaming:
         check_stream(root)
     if history:

@@ -112,8 +112,9 @@ class GroupAggOp(DuckStateOp):
     keys: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
-    ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped
-    expire: tuple[str, ...] = ()  # with $1 = the oldest last-write time kept: drop older keys
+    ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped (sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # drop the keys last written at or before now - ttl_us
+    oldest: str = ""  # the oldest last-written time held
 
 
 @dataclass(frozen=True)

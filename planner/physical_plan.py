@@ -223,9 +223,10 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         updating = node.input.changelog == L.UPDATING
         sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
-                            S.render(S.chain_sql(chain)))
+                            S.render(S.chain_sql(chain)), node.ttl)
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
-                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
+                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
+                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest)
 
     def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
         chain, base = self.chain_below(node.input)

@@ -22,7 +22,7 @@ Example:
     "a row per key (grows with the keys; SET 'state.ttl' bounds it)"
     >>> catalog.settings["state.ttl"] = "1 h"
     >>> state_bound(plan_query("SELECT k, COUNT(*) AS n FROM s GROUP BY k", catalog).optimized.input)
-    'a row per key until not written for 1h (state.ttl)'
+    'a row per key, until the key is not written for 1h (state.ttl)'
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def ttl_applies(node: L.Node) -> bool:
     """Whether ``state.ttl`` bounds ``node``'s state: the operators whose state otherwise grows without end."""
     if isinstance(node, Join):
         return node.strategy == "regular"
+    if isinstance(node, TopN):
+        return node.kind != "window"
     return isinstance(node, L.Aggregate)
 
 
@@ -66,7 +68,7 @@ def state_bound(node: L.Node) -> str | None:
     if isinstance(node, Join):
         return node.retention()
     if isinstance(node, L.Aggregate):
-        return f"a row per key until not written for {duration(node.ttl)} (state.ttl)" if node.ttl else \
+        return f"a row per key, until the key is not written for {duration(node.ttl)} (state.ttl)" if node.ttl else \
             f"a row per key (grows with the keys; {GROWS})"
     if isinstance(node, L.WindowAggregate):
         late = f" + allowed lateness {duration(node.emit.lateness_us)}" if node.emit.lateness_us else ""
@@ -75,6 +77,10 @@ def state_bound(node: L.Node) -> str | None:
         return f"panes of open windows, until the watermark passes the window's end{late}"
     if isinstance(node, L.WindowTVF) and node.window.kind == "SESSION":
         return "open sessions until the watermark passes their end"
+    if isinstance(node, TopN) and node.ttl:
+        what = {"first": "the first row per key, until the key", "last": "the last row per key, until the key",
+                "global": "every row of each partition, until the partition"}[node.kind]
+        return f"{what} is not touched for {duration(node.ttl)} (state.ttl)"
     if isinstance(node, TopN):
         return {"window": "rows of open windows, until the watermark passes the window's end",
                 "first": f"the first row per key (grows with the keys; {GROWS})",
