@@ -17,10 +17,10 @@ from .logical_rank import TopN, window_end_column
 from .physical import BATCH, OP, PartialAgg
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import q, sql_type
-from .sqlgen_ttl import partition_touch, partition_ttl
 from .sqlgen_over import over_sql
 from .sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
+from .sqlgen_ttl import partition_touch, partition_ttl
 from .types import Schema
 
 
