@@ -221,8 +221,8 @@ def merge_into(j: JoinSql, side: int, table: str, delta: str, count: str) -> tup
     cols = j.column_list(side)
     return (
         f"CREATE OR REPLACE TEMP TABLE {merged} AS SELECT {cols}, SUM(__n) AS __n FROM ("
-        f"SELECT {j.column_list(side, 't')}, t.__n FROM {table} AS t SEMI JOIN {delta} AS d "
-        f"ON {j.same_row(side, 't', 'd')} UNION ALL SELECT {cols}, {count} FROM {delta}) AS u GROUP BY ALL",
+        f"SELECT t.* FROM {table} AS t SEMI JOIN {delta} AS d ON {j.same_row(side, 't', 'd')} "
+        f"UNION ALL SELECT {cols}, {count} FROM {delta}) AS u GROUP BY ALL",
         f"DELETE FROM {table} USING {merged} AS m WHERE {j.same_row(side, table, 'm')}",
         f"INSERT INTO {table} SELECT * FROM {merged} WHERE __n > 0",
     )
