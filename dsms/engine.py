@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -51,7 +52,7 @@ from .grammar import (
 from .inserts import insert_rows
 from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
 from .planner.backfill import BACKFILLS, state_reach
-from .planner.catalog import DEFAULT_SETTINGS, SourceDef
+from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.routing import ENGINES, Route, choose_route, parse_size
 from .planner.timeutil import parse_duration
@@ -413,6 +414,8 @@ class Engine:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
             return Result("rows", table=rows_table(rows, ["key", "value"]))
+        if stmt.key in SETTING_ALIASES:  # Flink's name of a setting
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         allowed = _SETTING_VALUES.get(stmt.key)
         if allowed and stmt.value.lower() not in allowed:
             raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
@@ -427,16 +430,18 @@ class Engine:
                 raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
                                           stmt.span, stmt.source))
             self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
-        if stmt.key == "checkpoint.interval":
+        if stmt.key in ("checkpoint.interval", "state.ttl"):
             try:
                 parse_duration(stmt.value)
             except ValueError as e:
-                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
+                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help=f"e.g. SET '{stmt.key}' = '10 s'")) from None
         self.catalog.settings[stmt.key] = stmt.value
         self._save_settings()
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
+        if stmt.key in SETTING_ALIASES:
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         if stmt.key is None:
             self.catalog.settings = dict(DEFAULT_SETTINGS)
         elif stmt.key in DEFAULT_SETTINGS:

@@ -25,6 +25,8 @@ from .lower_stream import unbounded_sources
 from .optimizer import optimize
 from .physical import PhysicalPlan
 from .physical_plan import UnsupportedPlan, plan_physical
+from .state_bounds import apply_state_ttl
+from .timeutil import state_ttl
 from .types import Schema
 
 
@@ -80,7 +82,7 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
             raise TypeError("plan_query takes a query; use dsms.plan for other statements")
         query, source = stmt.query, stmt.source
     bound = bind_query(query, catalog, source)
-    optimized = optimize(bound)
+    optimized = apply_state_ttl(optimize(bound), state_ttl(catalog.setting("state.ttl")))
     return PlannedQuery(bound, optimized, plan_physical(optimized))
 
 

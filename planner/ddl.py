@@ -208,7 +208,8 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
             f"sink '{stmt.name.value}' uses format '{fmt}', which can only hold an append-only result, "
             "but this query's result is updating (rows are retracted and replaced)", stmt.query.span, stmt.source,
             help="use format = 'changelog-json' or 'debezium-json', or make the query append-only "
-                 "(e.g. a window aggregate that emits when the window closes)"))
+                 "(e.g. a window aggregate that emits when the window closes, or a lookup join of a stream "
+                 "and a table: JOIN t FOR SYSTEM_TIME AS OF PROCTIME())"))
     return SinkDef(name=stmt.name.value, options=options, query=stmt.query.tree, schema=schema,
                    base_dir=base_dir, ddl=stmt.text)
 

@@ -85,3 +85,6 @@ class RegularJoinOp(JoinOp):
     """A join of two relations that keeps all their current rows: an updating result."""
 
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
+    ttl_us: int = 0  # SET 'state.ttl': join keys not touched for this long are dropped (sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # drop the keys last touched at or before now - ttl_us
+    oldest: str = ""  # the oldest last-touched time held

@@ -55,8 +55,9 @@ class JoinPlanning:
         src = self.ops[source_id]
         columns = [(f.name, f.type) for f in src.schema if f.name != OP]
         sql = normalize_sql(len(self.ops), columns, node.source.primary_key)
-        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}], state: the current row per key)"
+        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}])"
         return self.add(ChangelogNormalizeOp, node, (source_id,), label, schema=src.schema,
+                        state="the current row per key (bounded by the table's keys)",
                         keys=node.source.primary_key, setup=sql.setup, per_batch=sql.per_batch,
                         state_tables=(sql.state_table,))
 
@@ -99,9 +100,10 @@ class JoinPlanning:
                             state_tables=sql["state_tables"], stream_port=0 if node.stream_side == "left" else 1,
                             lookup=sql["lookup"], update=sql["update"])
         updating = (node.left.changelog == L.UPDATING, node.right.changelog == L.UPDATING)
-        sql = regular_join_sql(j, updating)
+        sql = regular_join_sql(j, updating, node.ttl)
         return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
-                        state_tables=sql["state_tables"], on_batch=sql["on_batch"])
+                        state_tables=sql["state_tables"], on_batch=sql["on_batch"], ttl_us=node.ttl,
+                        expire=sql["expire"], oldest=sql["oldest"])
 
 
 def _pruned(node: L.Node, needed: set[str]) -> L.Node:

@@ -20,6 +20,7 @@ from . import sqlgen as S
 from .joins import Join
 from .physical import BATCH, OP
 from .sqlgen_group import q, sql_type
+from .sqlgen_ttl import TtlSql, join_ttl, touch_keys
 
 SEQ = "__seq"  # arrival number the runtime adds to a versioned table's batches
 ID = "__id"  # row id the runtime adds to an outer side's batches (interval joins)
@@ -244,20 +245,27 @@ def lookup_join_sql(j: JoinSql) -> dict:
     return dict(setup=setup, state_tables=(table,), update=update, lookup=lookup)
 
 
-def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
-    """``updating``: whether each input carries retractions."""
+def regular_join_sql(j: JoinSql, updating: tuple[bool, bool], ttl_us: int = 0) -> dict:
+    """``updating``: whether each input carries retractions. ``ttl_us``: SET 'state.ttl' (see sqlgen_ttl.py)."""
     tables = (j.table("l"), j.table("r"))
     setup = tuple(f"CREATE TABLE IF NOT EXISTS {tables[s]} ({j.columns_ddl(s, ', __n BIGINT')})" for s in (0, 1))
+    keys = ([j.render(a) for a, _ in j.node.equi], [j.render(b) for _, b in j.node.equi])
+    ttl, key_table = TtlSql(), ""
+    if ttl_us:
+        ttl, key_table = join_ttl(j.op_id, tables, keys[0], keys[1], ttl_us)
+        setup += ttl.setup
     names = ", ".join(q(c) for c in j.out_names)
     on_batch = []
     for s in (0, 1):
         own, other = ("l", "r") if s == 0 else ("r", "l")
         delta, out = j.table("d"), j.table("o")
+        touch = touch_keys(j.op_id, key_table, delta, own, keys[s]) if ttl_us else ()
         pair = (f"{delta} AS l JOIN {tables[1]} AS r" if s == 0 else f"{tables[0]} AS l JOIN {delta} AS r")
         if not any(updating) and not any(j.preserved):
             # Two streams, inner: every match is new, nothing is ever retracted.
             pair = pair.replace(delta, BATCH)
-            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {BATCH}",
+            touch = touch_keys(j.op_id, key_table, BATCH, own, keys[s]) if ttl_us else ()
+            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {BATCH}", *touch,
                              f"SELECT {j.outputs()} FROM {pair} ON {j.condition()}"))
             continue
         cond = j.condition()
@@ -267,6 +275,10 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             f"CREATE OR REPLACE TEMP TABLE {out} AS SELECT {j.outputs()}, {own}.__sg * {other}.__n AS __n, "
             f"{own}.__k FROM {pair} ON {cond}",
         ]
+        if ttl_us and updating[s]:  # a retraction of an expired row: nothing to retract
+            stmts.insert(1, f"DELETE FROM {delta} WHERE __sg < 0 AND NOT EXISTS (SELECT 1 FROM {tables[s]} AS t "
+                            f"WHERE {j.same_row(s, 't', delta)}) AND NOT EXISTS (SELECT 1 FROM {delta} AS t "
+                            f"WHERE t.__sg > 0 AND {j.same_row(s, 't', delta)})")
         if j.preserved[s]:  # own rows without a match, padded
             anti = (f"{delta} AS l ANTI JOIN {tables[1]} AS r" if s == 0 else
                     f"{delta} AS r ANTI JOIN {tables[0]} AS l")
@@ -289,6 +301,7 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             stmts += list(merge_into(j, s, tables[s], delta, "__sg"))
         else:
             stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {delta}")
+        stmts += touch
         # The net change of each output row: retractions first, a row held n times emitted n times.
         stmts.append(
             f"SELECT {names}, CAST(CASE WHEN __net > 0 THEN (CASE WHEN __upd THEN 2 ELSE 0 END) "
@@ -297,4 +310,5 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             f"bool_or(__k IN (1, 2)) AS __upd FROM {out} GROUP BY ALL) AS g WHERE __net <> 0) AS e "
             f"ORDER BY __net > 0")
         on_batch.append(tuple(stmts))
-    return dict(setup=setup, state_tables=tables, on_batch=tuple(on_batch))
+    return dict(setup=setup, state_tables=tables + ttl.tables, on_batch=tuple(on_batch), expire=ttl.expire,
+                oldest=ttl.oldest)
