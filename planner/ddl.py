@@ -31,6 +31,9 @@ SOURCE_OPTIONS = {
                      "decoding.plugin.name": None, "scan.startup.mode": ("initial", "latest-offset"),
                      "debezium.publication.name": None, "on_error": ("fail", "skip"), "dead_letter": None,
                      "idle_timeout": "duration", "allowed_lateness": "duration", "batch.size": "int"},
+    # A PostgreSQL table read by key in lookup joins, with Flink's JDBC lookup cache options.
+    "jdbc": {"connector": None, "url": None, "table-name": None, "username": None, "password": None,
+             "lookup.cache.max-rows": "int", "lookup.cache.ttl": "duration"},
 }
 SINK_OPTIONS = {
     "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet")},
@@ -152,6 +155,11 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
+    if kind == "stream" and options["connector"].lower() == "jdbc":
+        raise SqlError(Diagnostic("a jdbc table is read by key in lookup joins, so it needs a TABLE with a "
+                                  "PRIMARY KEY", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (connector = "
+                                       "'jdbc', ...)"))
     if kind == "stream" and options["connector"].lower() == "postgres-cdc":
         raise SqlError(Diagnostic("postgres-cdc reads a table's inserts, updates and deletes, so it needs a TABLE "
                                   "with the table's PRIMARY KEY", stmt.span, src,

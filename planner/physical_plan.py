@@ -123,6 +123,10 @@ class _Planner(JoinPlanning):
         return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
+        if node.source.connector == "jdbc":
+            raise UnsupportedPlan(f"jdbc table '{node.source.name}' is read by key in lookup joins only: JOIN "
+                                  f"{node.source.name} FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k (to follow "
+                                  "a PostgreSQL table's rows, declare it with connector = 'postgres-cdc')")
         if node.source.kind == "table":
             return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)

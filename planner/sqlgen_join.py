@@ -245,6 +245,26 @@ def lookup_join_sql(j: JoinSql) -> dict:
     return dict(setup=setup, state_tables=(table,), update=update, lookup=lookup)
 
 
+def external_lookup_sql(j: JoinSql) -> dict:
+    """A lookup join whose table is fetched by key (``ExternalLookup``): the cache is the join's table, with
+    the time each row was fetched; the keys of an event batch are found with ``key_sql``."""
+    s = 0 if j.node.stream_side == "left" else 1
+    t = 1 - s
+    sql = lookup_join_sql(j)
+    table, misses = j.table("t"), j.table("m")
+    stream_alias = "l" if s == 0 else "r"
+    pairs = [(a, b) if s == 0 else (b, a) for a, b in j.node.equi]  # (stream expression, table column)
+    keys = tuple(j.source[b.name][1] for _, b in pairs)
+    key_types = {f.name: f.type for f in j.schemas[t]}
+    items = ", ".join(f"{j.render(a)} AS {q(k)}" for (a, _), k in zip(pairs, keys))
+    not_null = " AND ".join(f"{j.render(a)} IS NOT NULL" for a, _ in pairs)
+    setup = (f"CREATE TABLE IF NOT EXISTS {table} ({j.columns_ddl(t, ', __n BIGINT, __fetched BIGINT')})",
+             f"CREATE TABLE IF NOT EXISTS {misses} ("
+             + ", ".join(f"{q(k)} {sql_type(key_types[k])}" for k in keys) + ", __fetched BIGINT)")
+    return dict(setup=setup, state_tables=(table, misses), lookup=sql["lookup"], keys=keys, misses=misses,
+                key_sql=f"SELECT DISTINCT {items} FROM {BATCH} AS {stream_alias} WHERE {not_null}")
+
+
 def regular_join_sql(j: JoinSql, updating: tuple[bool, bool], ttl_us: int = 0) -> dict:
     """``updating``: whether each input carries retractions. ``ttl_us``: SET 'state.ttl' (see sqlgen_ttl.py)."""
     tables = (j.table("l"), j.table("r"))
