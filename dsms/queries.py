@@ -33,6 +33,7 @@ from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
 from .runtime import checkpoint as ckpt
 from .runtime.batch_job import BatchJob
+from .runtime.connectors.factory import open_sink
 from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
@@ -297,13 +298,11 @@ def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: 
     """Where a query's results go; restored from a checkpoint when there is one."""
     schema = planned.physical.root.schema
     updating = planned.changelog == UPDATING
-    if sink is not None and sink.options.get("connector", "memory").lower() == "file":
+    if sink is not None and not sink.descriptor.collects:
         if saved is not None and saved.job.get("done"):
-            return ClosedOutput()  # it had finished: its file is complete
-        from .runtime.connectors import open_file_sink
-
+            return ClosedOutput()  # it had finished: its output is complete
         position = saved.output.get("position") if saved is not None else None
-        return SinkOutput(open_file_sink(sink.options, sink.path, schema, updating, position=position))
+        return SinkOutput(open_sink(sink, schema, updating, position))
     output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
     if saved is not None:
         output.restore(saved.output, saved.contents)
