@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from ...grammar.diagnostics import did_you_mean
 from ..timeutil import parse_duration
+from ..types import sql_name
 from .descriptor import ConnectorDescriptor, Option, OptionError
 
 KINDS = ("random", "sequence")
@@ -117,7 +118,7 @@ def plan_fields(options: dict, schema: pa.Schema) -> dict[str, FieldGen]:
 def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
     t, key = f.type, f"fields.{f.name}."
     if not _supported(t):
-        raise OptionError(f"datagen cannot generate column '{f.name}' of type {t}",
+        raise OptionError(f"datagen cannot generate column '{f.name}' of type {sql_name(t)}",
                           "it generates numbers, BOOLEAN, VARCHAR and TIMESTAMP columns")
     kind = opts.get("kind", "random").lower()
     if kind not in KINDS:
@@ -155,7 +156,7 @@ def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
         refuse("length", "length is for strings")
     if kind == "sequence":
         if pa.types.is_boolean(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-            raise OptionError(f"a sequence of {t} is not generated", "sequences are of integers, strings and timestamps")
+            raise OptionError(f"a sequence of {sql_name(t)} is not generated", "sequences are of integers, strings and timestamps")
         for what in ("min", "max", "length"):
             refuse(what, "min, max and length are for random values")
         missing = [w for w in ("start", "end") if w not in opts]
@@ -168,7 +169,7 @@ def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
         if not is_string:
             lo, hi = _int_range(t)
             if start < lo or end > hi:
-                raise OptionError(f"the sequence of '{f.name}' does not fit {t}")
+                raise OptionError(f"the sequence of '{f.name}' does not fit {sql_name(t)}")
         return FieldGen(f.name, t, kind, start=start, end=end)
 
     refuse("start", "start and end are for sequences")
@@ -190,7 +191,7 @@ def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
     low = _number(opts["min"], key + "min", t) if "min" in opts else lo
     high = _number(opts["max"], key + "max", t) if "max" in opts else hi
     if pa.types.is_integer(t) and not (lo <= low <= hi and lo <= high <= hi):
-        raise OptionError(f"the range of '{f.name}' does not fit {t}")
+        raise OptionError(f"the range of '{f.name}' does not fit {sql_name(t)}")
     if high < low:
         raise OptionError(f"option '{key}min' is larger than '{key}max'")
     return FieldGen(f.name, t, kind, min=low, max=high)

@@ -75,7 +75,7 @@ class DatagenReader:
 
     def _draws(self, g: FieldGen, index: np.ndarray, per_row: int = 1) -> np.ndarray:
         """``per_row`` random uint64 per row, shape (rows, per_row)."""
-        salt = _mix(np.array([self.seed * 1_000_003 + self.salts[g.name]], dtype=np.uint64))[0]
+        salt = _mix(np.array([(self.seed * 1_000_003 + self.salts[g.name]) % 2**64], dtype=np.uint64))[0]
         with np.errstate(over="ignore"):
             x = index[:, None] * np.uint64(per_row) + np.arange(per_row, dtype=np.uint64)[None, :]
         return _mix(_mix(x) ^ salt)
