@@ -169,3 +169,12 @@ def test_blackhole_takes_every_row():
     engine.run_until_idle()
     row = engine.execute("SHOW QUERIES").table.to_pylist()[0]
     assert (row["id"], row["status"], row["rows_in"], row["rows_out"]) == ("bh", "finished", 5000, 2500)
+
+
+def test_the_datagen_example_of_connectors_md_prints_what_the_page_shows(tmp_path):
+    page = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                             "connectors.md")).read()
+    sql = next(b for b in re.findall(r"```sql\n(.*?)```", page, re.S) if "'datagen'" in b)
+    shown = re.search(r"`dsms run` of these prints.*?```text\n(.*?)```", page, re.S).group(1).splitlines()
+    out = run_script(tmp_path, sql)
+    assert [line for line in out.stdout.splitlines() if line.startswith("orders> ")] == shown

@@ -142,7 +142,9 @@ class ConnectorDescriptor:
         options: every option but ``connector`` (and the source time options every source takes).
         formats: the ``format`` values; empty when the connector has no ``format`` option.
         format_required: ``format`` must be given (when there are formats).
-        source, sink, lookup: what it can be.
+        source, sink, lookup: what it can be (``lookup``: it can answer FOR SYSTEM_TIME AS OF lookups
+            by key; SHOW CONNECTORS shows it, and the lookup join's use of it comes with the first
+            such connector).
         tables: a source may be a TABLE with a PRIMARY KEY (read as changes by key).
         bounded: whether a source with these options ends (lower-case keys).
         bounded_note: the same for people: ``yes``, ``no``, ``unless watch = 'true'``.
@@ -153,8 +155,9 @@ class ConnectorDescriptor:
         insertable: ``INSERT INTO`` and ``Engine.insert`` feed it.
         collects: as a sink, the engine keeps the results in memory (``Engine.sink(name)``).
         accepts_changes: as a sink without a format, it can take an updating result.
-        check: more checks of the options against the declared columns:
-            ``check(options, schema, role)``, raising :class:`OptionError`.
+        check: more checks of the options against the columns: ``check(options, schema, role)``
+            (``schema``: a source's physical columns, or a sink's result columns), raising
+            :class:`OptionError`.
     """
 
     name: str
