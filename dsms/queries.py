@@ -33,6 +33,7 @@ from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
 from .runtime import checkpoint as ckpt
 from .runtime.batch_job import BatchJob
+from .runtime.connectors.factory import open_sink
 from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
@@ -299,23 +300,14 @@ def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: 
     """Where a query's results go; restored from a checkpoint when there is one."""
     schema = planned.physical.root.schema
     updating = planned.changelog == UPDATING
-    if sink is not None and sink.options.get("connector", "memory").lower() == "file":
+    if sink is not None and not sink.descriptor.collects:
         if saved is not None and saved.job.get("done"):
-            return ClosedOutput()  # it had finished: its file is complete
-        from .runtime.connectors import open_file_sink
-
+            if saved.contents is not None:  # a write-ahead sink: opening it commits the last sealed rows
+                open_sink(sink, schema, updating, saved.output.get("position"), saved.contents).close()
+            return ClosedOutput()  # it had finished: its output is complete
         position = saved.output.get("position") if saved is not None else None
-        return SinkOutput(open_file_sink(sink.options, sink.path, schema, updating, position=position))
-    if sink is not None and sink.options.get("connector", "memory").lower() == "jdbc":
-        from .runtime.connectors.jdbc_sink import open_jdbc_sink
-
-        writer = open_jdbc_sink(sink.name, sink.options, schema, updating,
-                                position=saved.output.get("position") if saved is not None else None,
-                                pending=saved.contents if saved is not None else None)
-        if saved is not None and saved.job.get("done"):
-            writer.close()  # it had finished: the checkpoint's last rows are in the table now
-            return ClosedOutput()
-        return SinkOutput(writer)
+        contents = saved.contents if saved is not None else None  # a write-ahead sink's sealed rows
+        return SinkOutput(open_sink(sink, schema, updating, position, contents))
     output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
     if saved is not None:
         output.restore(saved.output, saved.contents)

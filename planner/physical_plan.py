@@ -123,10 +123,10 @@ class _Planner(JoinPlanning):
         return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
-        if node.source.connector == "jdbc":
-            raise UnsupportedPlan(f"jdbc table '{node.source.name}' is read by key in lookup joins only: JOIN "
-                                  f"{node.source.name} FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k (to follow "
-                                  "a PostgreSQL table's rows, declare it with connector = 'postgres-cdc')")
+        if not node.source.descriptor.source:  # a lookup connector (jdbc): rows are fetched by key
+            raise UnsupportedPlan(f"{node.source.connector} table '{node.source.name}' is read by key in lookup "
+                                  f"joins only: JOIN {node.source.name} FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k "
+                                  "(to follow a PostgreSQL table's rows, declare it with connector = 'postgres-cdc')")
         if node.source.kind == "table":
             return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)
@@ -199,7 +199,7 @@ class _Planner(JoinPlanning):
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
         kind = "Late" if late_only else "Source"
-        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
             (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,

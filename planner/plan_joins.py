@@ -71,7 +71,7 @@ class JoinPlanning:
         s = 0 if node.stream_side == "left" else 1
         table = inputs[1 - s]
         if not all(isinstance(b if s == 0 else a, exp.Column) for a, b in node.equi) or not node.equi:
-            raise DsmsError(f"a lookup join on jdbc table '{table.source.name}' needs equalities between "
+            raise DsmsError(f"a lookup join on lookup table '{table.source.name}' needs equalities between "
                                   "its columns and the stream's (ON s.k = t.k), to fetch rows by key")
         stream = self.op_for(inputs[s])
         table_schema = pa.schema([pa.field(f.name, f.type) for f in table.schema])
@@ -84,7 +84,7 @@ class JoinPlanning:
             keys=sql["keys"], key_sql=sql["key_sql"], misses=sql["misses"],
             max_rows=int(options["lookup.cache.max-rows"]) if options.get("lookup.cache.max-rows") else None,
             ttl_us=parse_duration(options["lookup.cache.ttl"]) if options.get("lookup.cache.ttl") else None)
-        label = node.label() + f" (fetched from jdbc table '{table.source.name}' by key"
+        label = node.label() + f" (fetched by key from {table.source.connector} table '{table.source.name}'"
         label += f", cache {external.max_rows} rows)" if external.max_rows else ", no cache)"
         bound = (f"at most {external.max_rows} cached rows" if external.max_rows
                  else "none (every batch's keys are fetched)")
@@ -154,5 +154,5 @@ def _without_op(schema: pa.Schema) -> pa.Schema:
 
 
 def lookup_table(node: L.Node) -> bool:
-    """Whether ``node`` is a table read only by key lookups (``connector = 'jdbc'``)."""
-    return isinstance(node, L.Scan) and node.source.connector == "jdbc"
+    """Whether ``node`` is a table read only by key lookups (a lookup connector that is not a source: jdbc)."""
+    return isinstance(node, L.Scan) and node.source.descriptor.lookup and not node.source.descriptor.source

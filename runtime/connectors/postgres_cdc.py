@@ -45,7 +45,7 @@ import pyarrow.csv as pacsv
 
 from ...planner.physical import OP
 from ..changelog import INSERT
-from .base import ReadRequest, SourceError
+from .base import ReadRequest, SourceContext, SourceError
 from .convert import convert_rows
 from .dead_letter import DeadLetter
 from .pgoutput import ChangeDecoder, DecodeError, lsn_text, parse_lsn
@@ -62,6 +62,11 @@ from .postgres_common import (
 STARTUP_MODES = ("initial", "latest-offset")
 _READ_BUDGET_S = 0.2  # hand on what arrived within this long, so the job stays responsive
 _SLOT_RELEASE_S = 10.0
+
+
+def open_source(req: ReadRequest, ctx: SourceContext) -> PostgresCdcReader:
+    """The connector's entry point (``planner/connectors/postgres_cdc.py``)."""
+    return open_postgres_cdc(req, ctx.source.primary_key, ctx.source.base_dir)
 
 
 def open_postgres_cdc(req: ReadRequest, key: tuple[str, ...], base_dir: str | None = None) -> PostgresCdcReader:

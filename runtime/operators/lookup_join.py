@@ -12,7 +12,7 @@ The result is append-only: a later change of the table does not revise
 events already joined (processing-time semantics, as Flink's lookup join).
 The watermark is the stream's; the table's does not hold it back.
 
-A table in another system (``connector = 'jdbc'``, ``spec.external``) is
+A table in another system (a lookup connector such as ``jdbc``: ``spec.external``) is
 not an input: before a batch of events is joined, the rows of its keys
 that the stored table (the cache) lacks are fetched in one round trip and
 stored with the time they were fetched; keys the database does not have
@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ...planner.connectors import find
 from ...planner.physical_joins import LookupJoinOp
-from ..connectors.jdbc_lookup import JdbcLookup
+from ..connectors.factory import runtime_module
 from ..duck import registered
 from .base import Env
 from .join_base import JoinLogic
@@ -40,7 +41,7 @@ class LookupJoinLogic(JoinLogic):
     def __init__(self, spec: LookupJoinOp, env: Env):
         super().__init__(spec, env)
         self.clock = env.clock
-        self._fetcher: JdbcLookup | None = None
+        self._fetcher = None  # the connector's lookup (its runtime module's open_lookup), opened on first use
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if self.spec.external is not None:
@@ -76,7 +77,9 @@ class LookupJoinLogic(JoinLogic):
         if not wanted.num_rows:
             return
         if self._fetcher is None:
-            self._fetcher = JdbcLookup(dict(ext.options), list(ext.columns), ext.keys)
+            options = dict(ext.options)
+            open_lookup = runtime_module(find(options["connector"]), "open_lookup", self.spec.label)
+            self._fetcher = open_lookup(options, list(ext.columns), ext.keys)
         rows = self._fetcher.fetch(wanted)
         columns = ", ".join(f'"{name}"' for name, _ in ext.columns)
         with registered(self.con, __rows=rows, __wanted=wanted):
