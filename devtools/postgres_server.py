@@ -108,6 +108,8 @@ class PostgresServer:
                 "database-name": DATABASE}
 
     def start(self) -> PostgresServer:
+        if self.process is not None:
+            return self  # already running (``with server:`` after ``start()``)
         bindir = postgres_bindir()
         owner = _server_user()
         self.folder = tempfile.mkdtemp(prefix="dsms-pg-")
@@ -162,6 +164,9 @@ class PostgresServer:
                 return
             except psycopg.OperationalError:
                 time.sleep(0.1)
+            except psycopg.Error as e:  # e.g. another server answers on the port: not ours
+                self.stop()
+                raise PostgresUnavailable(f"PostgreSQL on 127.0.0.1:{self.port} could not be set up: {e}") from None
         self.stop()
         raise PostgresUnavailable(f"PostgreSQL did not answer on 127.0.0.1:{self.port} within "
                                   f"{self.startup_timeout:.0f} s")

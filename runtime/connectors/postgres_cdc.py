@@ -126,6 +126,7 @@ class PostgresCdcReader:
         self._confirm: int | None = None  # confirmed by a checkpoint, not yet sent
         self._conn = self._cursor = self._decoder = None
         self._skipped = 0
+        self._reconnected_at = 0.0  # once in 5 s at most: a connection that keeps breaking fails the source
 
     def _fail(self, message: str):
         raise SourceError(message, source=self.name)
@@ -162,9 +163,8 @@ class PostgresCdcReader:
             self._send_confirm()
 
     def close(self) -> None:
-        for conn in (self._conn,):
-            if conn is not None and not conn.closed:
-                conn.close()
+        if self._conn is not None and not self._conn.closed:
+            self._conn.close()
         self._conn = self._cursor = None
         if self.dead_letter is not None:
             self.dead_letter.close()
@@ -375,7 +375,7 @@ class PostgresCdcReader:
 
     def _reconnect(self, error: Exception) -> None:
         """The replication connection broke (the server restarted, a timeout): continue from our position."""
-        if getattr(self, "_reconnected_at", 0) > time.monotonic() - 5:
+        if self._reconnected_at > time.monotonic() - 5:
             self._fail(f"lost the replication connection to {self.server.label}: {error_text(error)}")
         self._reconnected_at = time.monotonic()
         self.close()
