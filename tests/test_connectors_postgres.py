@@ -228,14 +228,20 @@ def test_declarations_are_checked(ddl, message):
 
 
 def test_what_the_server_side_lacks_is_said_plainly(postgres):
-    missing, nothing, no_key = unique("missing"), unique("nothing"), unique("nokey")
+    missing, nothing, no_key, user = unique("missing"), unique("nothing"), unique("nokey"), unique("plain")
     execute(postgres, f"CREATE TABLE {nothing} (id int PRIMARY KEY)", f"ALTER TABLE {nothing} REPLICA IDENTITY NOTHING",
-            f"CREATE TABLE {no_key} (id int, n bigint)")
+            f"CREATE TABLE {no_key} (id int, n bigint)", f"CREATE ROLE {user} LOGIN PASSWORD 'p'",
+            f"CREATE TABLE {user}_t (id int PRIMARY KEY)", f"ALTER TABLE {user}_t OWNER TO {user}",
+            f"GRANT CREATE ON DATABASE dsms TO {user}")
+    plain = cdc_options(postgres, f"{user}_t", "s3").replace("'username' = 'dsms', 'password' = 'dsms'",
+                                                             f"'username' = '{user}', 'password' = 'p'")
     cases = [
         (f"CREATE TABLE o (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ({cdc_options(postgres, missing, 's1')});"
          "SELECT * FROM o", f"no table public.{missing}"),
         (f"CREATE TABLE o (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ({cdc_options(postgres, nothing, 's2')});"
          "SELECT * FROM o", "REPLICA IDENTITY NOTHING"),
+        (f"CREATE TABLE o (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ({plain}); SELECT * FROM o",
+         f"ALTER ROLE {user} REPLICATION"),
         (f"CREATE SINK s WITH ({jdbc_options(postgres, missing)}) AS SELECT 1 AS id", "create it first"),
         (f"CREATE TABLE m (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory');"
          f"CREATE SINK s WITH ({jdbc_options(postgres, no_key)}) AS SELECT id, COUNT(*) AS n FROM m GROUP BY id",

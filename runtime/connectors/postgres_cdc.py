@@ -173,6 +173,7 @@ class PostgresCdcReader:
 
     def _start(self) -> pa.Table:
         import psycopg
+        import psycopg2
 
         try:
             with psycopg.connect(self.server.conninfo(), autocommit=True) as meta:
@@ -189,10 +190,13 @@ class PostgresCdcReader:
                 else:
                     self._check_slot(meta)
                     self._connect_replication()
+        except SourceError:
+            self.close()
+            raise
         except psycopg.OperationalError as e:
             self.close()
             self._fail(connection_message(self.server, e))
-        except psycopg.Error as e:
+        except (psycopg.Error, psycopg2.Error) as e:  # e.g. no REPLICATION attribute, no free slot
             self.close()
             self._fail(f"PostgreSQL refused to read {self.where}: {error_text(e)}")
         self._start_replication()
@@ -286,7 +290,9 @@ class PostgresCdcReader:
             self._conn = psycopg2.connect(self.server.conninfo(),
                                           connection_factory=psycopg2.extras.LogicalReplicationConnection)
         except psycopg2.OperationalError as e:
-            self._fail(connection_message(self.server, e))
+            hint = (f"; ALTER ROLE {self.server.user} REPLICATION lets the user stream changes"
+                    if "replication" in str(e) else "")
+            self._fail(connection_message(self.server, e) + hint)
         self._cursor = self._conn.cursor()
 
     def _create_slot(self) -> tuple[int, str | None]:
