@@ -14,7 +14,7 @@ import io
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ...grammar import DsmsError
+from ..errors import LookupTableError
 from .convert import conform_table
 from .postgres_common import (
     connection_message,
@@ -28,10 +28,6 @@ from .postgres_common import (
 from .salvage import BadInput
 
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-
-
-class LookupError_(DsmsError):
-    """A jdbc lookup table cannot be read."""
 
 
 class JdbcLookup:
@@ -75,7 +71,7 @@ class JdbcLookup:
             self._fail(f"cannot read table {self.schema_name}.{self.table_name}: {error_text(e)}")
 
     def _fail(self, message: str):
-        raise LookupError_(f"lookup table: {message}")
+        raise LookupTableError(f"lookup table: {message}")
 
     def fetch(self, keys: pa.Table) -> pa.Table:
         """The rows whose key columns equal a row of ``keys`` (columns named as ``self.keys``)."""
