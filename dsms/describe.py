@@ -1,14 +1,16 @@
-"""SHOW STREAMS | TABLES | VIEWS | SINKS | MATERIALIZED VIEWS | FUNCTIONS, and DESCRIBE: the catalog as rows."""
+"""SHOW STREAMS | TABLES | VIEWS | SINKS | MATERIALIZED VIEWS | FUNCTIONS | CONNECTORS, and DESCRIBE: as rows."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from .grammar import Describe, Diagnostic, Show, SqlError
+from .grammar import Describe, Diagnostic, Show, SqlError, Statement
 from .planner import Catalog
 from .planner.catalog import SourceDef
+from .planner.connectors import connectors
 from .planner.functions import SCALAR_FUNCTIONS
 from .planner.types import sql_name
+from .pull import relation_names
 from .queries import rows_table
 
 _KINDS = {"streams": ("stream",), "tables": ("table",), "views": ("view",), "sinks": ("sink",),
@@ -26,7 +28,34 @@ def show_catalog(catalog: Catalog, stmt: Show) -> pa.Table:
         return rows_table(rows, ["name", "kind", "connector", "columns"])
     if what == "functions":
         return pa.table({"name": SCALAR_FUNCTIONS})
+    if what == "connectors":
+        return show_connectors()
     raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+
+
+SHOW_CONNECTORS_COLUMNS = ["name", "kind", "bounded", "formats", "routes", "description"]
+
+
+def show_connectors() -> pa.Table:
+    """One row per connector, from its descriptor.
+
+    Example:
+        >>> rows = {r["name"]: r for r in show_connectors().to_pylist()}
+        >>> rows["file (filesystem)"]["kind"], rows["file (filesystem)"]["bounded"]
+        ('source, sink', "unless watch = 'true'")
+    """
+    rows = [{"name": d.name + "".join(f" ({a})" for a in d.aliases), "kind": ", ".join(d.kinds),
+             "bounded": d.bounded_note if d.source else "",
+             "formats": ", ".join(f.name for f in d.formats), "routes": _routes(d),
+             "description": d.help} for d in connectors()]
+    return rows_table(rows, SHOW_CONNECTORS_COLUMNS)
+
+
+def _routes(d) -> str:
+    """The routes that read a source; a sink is written on every route."""
+    if not d.source:
+        return "all"
+    return ", ".join(d.read_routes) + ("; sinks: all" if d.sink else "")
 
 
 def describe(catalog: Catalog, stmt: Describe) -> pa.Table:
@@ -46,3 +75,18 @@ def describe(catalog: Catalog, stmt: Describe) -> pa.Table:
             extra.append("PRIMARY KEY")
         rows.append({"column": f.name, "type": sql_name(f.type), "nullable": f.nullable, "extra": "; ".join(extra)})
     return rows_table(rows, ["column", "type", "nullable", "extra"])
+
+
+# What reads what: a DROP (or CREATE OR REPLACE) of an object that one of these reads is refused.
+_READERS = ("view", "sink", "materialized view")
+
+
+def check_unread(catalog: Catalog, obj, stmt: Statement, verb: str) -> None:
+    """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
+    readers = [o for o in catalog.of_kind(*_READERS) if o is not obj
+               and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
+    if readers:
+        raise SqlError(Diagnostic(
+            f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+            + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
+            help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))

@@ -22,10 +22,11 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from dataclasses import replace
 
 import pyarrow as pa
 
-from .describe import describe, show_catalog
+from .describe import check_unread, describe, show_catalog
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -49,32 +50,22 @@ from .grammar import (
     parse_statement,
 )
 from .grammar.diagnostics import did_you_mean
-from .inserts import insert_rows
+from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
-from .planner.catalog import DEFAULT_SETTINGS, SourceDef
+from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.routing import RouteChoice, parse_size
+from .planner.routing import RouteChoice
 from .planner.sink_target import check_sink_target
-from .planner.timeutil import parse_duration
-from .planner.vocabulary import ChangeOp
-from .pull import pulled_views, relation_names, run_pull
+from .pull import pulled_views, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
-from .runtime.memory import data_schema, keyed_changes
-from .runtime.routes import backfill_names, engine_names
+from .runtime.memory import data_schema
+from .runtime.routes import engine_names
 from .runtime.session import Session
 from .script import ScriptProgress
+from .settings import check_setting
 from .state_dir import StateDir
-
-# The values some settings take (the engines and backfills: the registered routes, runtime/routes.py).
-_SETTING_VALUES = {"engine": engine_names, "backfill": backfill_names, "emit": lambda: ("final", "changes"),
-                   "strict": lambda: ("true", "false"), "join.stream_table": lambda: ("lookup", "regular")}
-# Keys SET accepts: the engine's own, and spark.* passed to Spark.
-_SETTING_KEYS = set(DEFAULT_SETTINGS) | set(_SETTING_VALUES)
-_SETTING_PREFIXES = ("spark.",)
-# What reads what: a DROP of an object that one of these reads is refused.
-_READERS = ("view", "sink", "materialized view")
 
 
 class Engine:
@@ -87,8 +78,6 @@ class Engine:
             materialized views running from their last checkpoints (docs/state.md).
         clock: the processing-time clock (``dsms.VirtualClock`` in tests).
         base_dir: the folder relative file paths resolve against (default: the current one).
-        batch_rows: rows per micro-batch read from files, for every query, restored ones
-            included (``dsms run --batch-size``; default: the ``'batch.size'`` setting).
     """
 
     def __init__(self, state_dir: str | None = None, clock=None, base_dir: str | None = None,
@@ -97,10 +86,12 @@ class Engine:
         self.state_dir = state_dir
         self.base_dir = base_dir
         self.durable = StateDir(state_dir) if state_dir else None
-        self.batch_rows = batch_rows  # rows per batch read from files, over any 'batch.size' setting
-        self.session = Session(clock=clock, journal_for=self._journal_for if self.durable else None)
+        journal_for = (lambda source, schema: self.durable.journal(source.name)) if self.durable else None
+        self.batch_rows = batch_rows  # rows per batch read from files (dsms run --batch-size), restored queries too
+        self.session = Session(clock=clock, journal_for=journal_for)
         self.scheduler = self.session.scheduler  # the jobs and the memory streams they share
-        self._apply_batch_size()
+        if batch_rows:
+            self.scheduler.batch_rows = batch_rows
         self._ids = itertools.count(1)
         self.queries = Queries(self)
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
@@ -202,16 +193,8 @@ class Engine:
         engine (``step``, ``run_until_idle``), after the query's turn.
         Returns the subscription; ``.cancel()`` ends it.
         """
-        if format not in ("arrow", "pandas"):
-            raise DsmsError(f"subscribe() gives 'arrow' or 'pandas' tables, not '{format}'")
         with self._lock:
-            query = self.queries.get(name)
-            sub = Subscription(query, callback, format)
-            if snapshot and query.handle is not None:
-                current = query.handle.snapshot()
-                if current.num_rows:
-                    sub.queue.append(current)
-        return sub
+            return self.queries.subscribe(name, callback, snapshot, format)
 
     def checkpoint(self) -> None:
         """Checkpoint every standing query now (needs a state directory; otherwise does nothing)."""
@@ -228,11 +211,11 @@ class Engine:
         Running queries see them on their next step. A row whose key a
         table already holds replaces that row (an update).
         """
-        source = self._memory_source(name)
+        source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table)
+            log.append(as_inserted(source, table))
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -255,29 +238,20 @@ class Engine:
             >>> q.snapshot().to_pylist()
             [{'id': 1, 'v': 'c'}]
         """
-        source = self._memory_source(name)
-        if source.kind != "table":
-            raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
-                            "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
+        source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
-        if columns is None and isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], (list, tuple)) \
-                and len(rows[0]) == len(source.primary_key):
-            columns = list(source.primary_key)  # tuples of key values
-        table = to_table(rows, data_schema(log), columns)
-        if source.watermark is not None and table.column(source.watermark.column).null_count:
-            raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
-                            "the table has a WATERMARK, so each change says from when it holds")
+        changes = as_deleted(source, log, rows, columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, ChangeOp.DELETE, source.name))
-        return table.num_rows
+            log.append(changes)
+        return changes.num_rows
 
     def end_input(self, name: str | None = None) -> None:
         """End a memory stream (or all of them): its queries flush every window and finish."""
         if name is not None:
-            self.scheduler.memory_log(self._memory_source(name)).close()
+            self.scheduler.memory_log(memory_source(self.catalog, name)).close()
             return
         for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.connector == "memory":
+            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj).close()
 
     def step(self) -> bool:
@@ -345,7 +319,7 @@ class Engine:
         source = bind_create_source(stmt, base)
         replaced = self.catalog.get(source.name) if stmt.or_replace else None
         if replaced is not None:
-            self._check_unread(replaced, stmt, "replace")
+            check_unread(self.catalog, replaced, stmt, "replace")
             self.scheduler.drop_source(replaced.name)  # a new stream: what the old one was given goes with it
         self.catalog.add(source, replace=stmt.or_replace, name=stmt.name, source=stmt.source)
         self._save_create(source.kind, source.name, stmt, base)
@@ -357,7 +331,7 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         replaced = self.catalog.get(stmt.name.value) if stmt.or_replace else None
         if replaced is not None:
-            self._check_unread(replaced, stmt, "replace")
+            check_unread(self.catalog, replaced, stmt, "replace")
         self.catalog.add(bind_create_view(stmt, planned.schema), replace=stmt.or_replace, name=stmt.name,
                          source=stmt.source)
         self._save_create("view", stmt.name.value, stmt, base)
@@ -384,19 +358,8 @@ class Engine:
 
     def _start_standing(self, name: str, kind: str, planned, stmt: Statement, base: str, sink=None) -> RunningQuery:
         """Start the query of a sink or materialized view (restored from its checkpoint when replaying)."""
-        entry = self._replaying
-        if entry is not None:
-            status = self.durable.query(entry["uid"])
-            try:
-                query = self.queries.start(name, kind, planned, sink, uid=entry["uid"], restore=True)
-            except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
-                query = self.queries.start_failed(name, kind, planned, entry["uid"], e)
-                return query
-            if status["paused"]:
-                query.job.pause()
-            if status["failed"]:
-                query.job.fail(DsmsError(status["failed"]))
-            return query
+        if self._replaying is not None:
+            return self.queries.restore(name, kind, planned, sink, self._replaying["uid"])
         try:
             query = self.queries.start(name, kind, planned, sink)
         except BaseException:
@@ -421,11 +384,10 @@ class Engine:
         return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
-        source = self._memory_source(stmt.target.value, stmt)
+        source = memory_source(self.catalog, stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
         table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table,
-                   tag=self.script_tag)
+        log.append(as_inserted(source, table), tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Flush(self, stmt, base: str) -> Result:
@@ -463,37 +425,23 @@ class Engine:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
             return Result("rows", table=rows_table(rows, ["key", "value"]))
+        if stmt.key in SETTING_ALIASES:  # Flink's name of a setting
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         self._set(stmt.key, stmt.value, stmt, save=True)
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
-        span, source = (stmt.span, stmt.source) if stmt is not None else (None, None)
-        if key not in _SETTING_KEYS and not key.startswith(_SETTING_PREFIXES):
-            raise SqlError(Diagnostic(f"unknown setting '{key}'", span, source,
-                                      help=did_you_mean(key, _SETTING_KEYS) or "SET alone lists the settings"))
-        allowed = _SETTING_VALUES[key]() if key in _SETTING_VALUES else None
-        if allowed and value.lower() not in allowed:
-            raise SqlError(Diagnostic(f"invalid value '{value}' for '{key}'", span, source,
-                                      help="expected one of: " + ", ".join(allowed)))
-        if key == "batch.max_bytes":
-            try:
-                parse_size(value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), span, source)) from None
+        key = SETTING_ALIASES.get(key, key)  # Flink's name of a setting
+        check_setting(key, value, *((stmt.span, stmt.source) if stmt is not None else ()))
         if key == "batch.size":
-            if not value.isdigit() or int(value) < 1:
-                raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{value}'", span, source))
             self.scheduler.batch_rows = self.batch_rows or int(value)  # for queries started from now on
-        if key == "checkpoint.interval":
-            try:
-                parse_duration(value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), span, source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
         self.catalog.settings[key] = value
         if save:
             self._save_settings()
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
+        if stmt.key in SETTING_ALIASES:
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         if stmt.key is None:
             self.catalog.settings = dict(DEFAULT_SETTINGS)
         elif stmt.key in DEFAULT_SETTINGS:
@@ -523,21 +471,8 @@ class Engine:
             self.catalog.require(stmt.name, stmt.source, kinds=(stmt.kind,))
         return self._drop_object(obj, stmt)
 
-    def _check_unread(self, obj, stmt: Statement, verb: str) -> None:
-        """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
-        readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
-                   and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
-        if obj.object_kind in ("stream", "table"):  # a running SELECT was planned with it too
-            readers += [q for q in self.queries.running.values()
-                        if q.kind == "query" and not q.job.done and obj.name.lower() in _scanned(q.planned.optimized)]
-        if readers:
-            raise SqlError(Diagnostic(
-                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(_reader_name(r, "'") for r in readers)
-                + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
-                help="drop " + ", ".join(_reader_name(r) for r in readers) + " first"))
-
     def _drop_object(self, obj, stmt: Drop) -> Result:
-        self._check_unread(obj, stmt, "drop")
+        check_unread(self.catalog, obj, stmt, "drop")
         if obj.object_kind in ("sink", "materialized view"):
             self.queries.drop(obj.name)
         if obj.object_kind in ("stream", "table"):
@@ -549,15 +484,11 @@ class Engine:
 
     def _do_PauseQuery(self, stmt: PauseQuery, base: str) -> Result:
         query = self.queries.get(stmt.name, stmt.source)
-        message = self.queries.pause(query)
-        self._save_query(query)
-        return Result("ok", message)
+        return Result("ok", self.queries.pause(query))
 
     def _do_ResumeQuery(self, stmt: ResumeQuery, base: str) -> Result:
         query = self.queries.get(stmt.name, stmt.source)
-        message = self.queries.resume(query)
-        self._save_query(query)
-        return Result("ok", message)
+        return Result("ok", self.queries.resume(query))
 
     # -- the state directory ----------------------------------------------------------
 
@@ -565,7 +496,8 @@ class Engine:
         """Recreate the saved catalog, in order, each object under the settings it was created with."""
         for entry in self.durable.objects:
             self.catalog.settings = dict(entry["settings"])
-            self._apply_batch_size()
+            if self.batch_rows:
+                self.scheduler.batch_rows = self.batch_rows
             self._replaying = entry
             try:
                 self.execute_statement(parse_statement(entry["sql"]), entry["base"])
@@ -575,18 +507,13 @@ class Engine:
             finally:
                 self._replaying = None
         self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
-        self._apply_batch_size()
+        if self.catalog.settings.get("batch.size", "").isdigit():
+            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
+        if self.batch_rows:
+            self.scheduler.batch_rows = self.batch_rows
         for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.connector == "memory":
+            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
-
-    def _apply_batch_size(self) -> None:
-        """The batch size queries start with: the engine's ``batch_rows``, else the 'batch.size' setting."""
-        setting = self.catalog.settings.get("batch.size", DEFAULT_SETTINGS["batch.size"])
-        self.scheduler.batch_rows = self.batch_rows or (int(setting) if setting.isdigit() else 65536)
-
-    def _journal_for(self, source: SourceDef, schema: pa.Schema):
-        return self.durable.journal(source.name)
 
     def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
         if self.durable is None or self._replaying is not None:
@@ -597,24 +524,6 @@ class Engine:
         if self.durable is not None and self._replaying is None:
             self.durable.record_settings(self.catalog.settings)
 
-    def _save_query(self, query: RunningQuery) -> None:
-        if self.durable is not None and query.uid is not None:
-            self.durable.set_query(query.uid, paused=query.job.paused)
-
-    # -- helpers --------------------------------------------------------------------
-
-    def _memory_source(self, name: str, stmt: Statement | None = None) -> SourceDef:
-        obj = self.catalog.get(name)
-        if not isinstance(obj, SourceDef):
-            from .grammar import Name, Span
-
-            span = stmt.target.span if isinstance(stmt, Insert) else None
-            self.catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
-        if obj.connector != "memory":
-            raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take inserts "
-                            f"(it reads {obj.connector})")
-        return obj
-
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""
         query = self.queries.running.get(name.lower())
@@ -623,18 +532,3 @@ class Engine:
         if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
-
-
-def _reader_name(reader, quote: str = "") -> str:
-    """``view 'v'`` for a catalog object, ``query 'query_3'`` for a running SELECT."""
-    if hasattr(reader, "object_kind"):
-        return f"{reader.object_kind} {quote}{reader.name}{quote}"
-    return f"query {quote}{reader.id}{quote}"
-
-
-def _scanned(node) -> set[str]:
-    """The (lower-case) names of the streams and tables a plan reads."""
-    names = {node.source.name.lower()} if hasattr(node, "source") and hasattr(node.source, "kind") else set()
-    for child in node.inputs:
-        names |= _scanned(child)
-    return names

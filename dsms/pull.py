@@ -34,8 +34,7 @@ from .runtime.batch_read import ReadPlan
 from .runtime.changelog import OP
 from .runtime.duck import Duck, conform
 from .runtime.memory import MemoryLog
-from .runtime.scheduler import Select
-from .runtime.session import run_bounded
+from .runtime.session import log_reader, run_bounded
 
 
 def relation_names(tree: exp.Expression) -> list[str]:
@@ -81,16 +80,20 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
 
     Returns the result rows as an Arrow table.
     """
-    snapshot = _snapshot(catalog, views, {"connector": "memory"})
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
     logs: dict[str, MemoryLog] = {}
     for view in views:
+        schema = Schema(tuple(f.plain() for f in view.schema))
+        snapshot.objects[view.name.lower()] = SourceDef(
+            name=view.name, kind="stream", schema=schema, physical=tuple(schema.names), computed=(),
+            watermark=None, primary_key=(), options={"connector": "memory"}, base_dir=None, ddl="")
         rows = contents(view.name)
         log = logs[view.name.lower()] = MemoryLog(rows.schema)
         log.append(rows)
         log.close()
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
-    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)))
+    result = run_bounded(planned, lambda op: log_reader(logs[op.source.name.lower()], op.columns))
     if OP in result.column_names:  # the changelog op is the engine's, never a column of the answer
         result = result.drop_columns([OP])
     if not result.num_rows and _global_aggregate(planned.optimized):

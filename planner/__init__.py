@@ -31,6 +31,8 @@ from .lower_stream import unbounded_sources
 from .optimizer import optimize
 from .physical import OP, PhysicalPlan
 from .physical_plan import plan_physical
+from .state_bounds import apply_state_ttl
+from .timeutil import state_ttl
 from .types import Schema
 
 
@@ -107,7 +109,7 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
         query, source = stmt.query, stmt.source
     try:
         bound = bind_query(query, catalog, source)
-        optimized = optimize(bound)
+        optimized = apply_state_ttl(optimize(bound), state_ttl(catalog.setting("state.ttl")))
         return PlannedQuery(bound, optimized)
     except RecursionError:  # e.g. thousands of terms in one expression: a deep tree
         raise too_deep(query.span, source or query.text) from None
