@@ -473,6 +473,14 @@ class Engine:
 
     def _drop_object(self, obj, stmt: Drop) -> Result:
         check_unread(self.catalog, obj, stmt, "drop")
+        if obj.object_kind in ("stream", "table"):  # a running SELECT was planned with it too
+            readers = [q.id for q in self.queries.running.values()
+                       if q.kind == "query" and not q.job.done and obj.name.lower() in _scanned(q.planned.optimized)]
+            if readers:
+                raise SqlError(Diagnostic(
+                    f"cannot drop {obj.object_kind} '{obj.name}': " + ", ".join(f"query '{r}'" for r in readers)
+                    + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
+                    help="drop " + ", ".join(f"query {r}" for r in readers) + " first"))
         if obj.object_kind in ("sink", "materialized view"):
             self.queries.drop(obj.name)
         if obj.object_kind in ("stream", "table"):
@@ -532,3 +540,11 @@ class Engine:
         if query is None or query.handle is None:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
+
+
+def _scanned(node) -> set[str]:
+    """The (lower-case) names of the streams and tables a plan reads."""
+    names = {node.source.name.lower()} if hasattr(node, "source") and hasattr(node.source, "kind") else set()
+    for child in node.inputs:
+        names |= _scanned(child)
+    return names
