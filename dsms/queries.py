@@ -112,7 +112,7 @@ class Queries:
         if restore and uid is not None:
             found = ckpt.latest(self.engine.durable.checkpoint_dir(uid))
             saved = found[1] if found else None
-        output = _open_output(kind, planned, sink, saved)
+        output = _open_output(kind, planned, sink, saved, durable=self.engine.durable is not None)
         # A restored query stays on the route its checkpoint was taken on.
         job = self.engine.start_job(qid, planned, output, engine=saved.job.get("route", "runtime") if saved else None)
         try:
@@ -233,6 +233,9 @@ class Queries:
         self._attach(query)  # a new standing query gets its folder (uid) after it starts
         query.checkpoint_seq += 1
         ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
+        saved = getattr(query.output, "checkpoint_saved", None)
+        if saved is not None:  # a write-ahead sink produces what this checkpoint staged (Kafka)
+            saved()
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
         query.checkpointed = query.progress_marker()
 
@@ -293,10 +296,19 @@ class _Unstarted:
         self.error = error
 
 
-def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: "ckpt.Checkpoint | None"):
+def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: "ckpt.Checkpoint | None",
+                 durable: bool = False):
     """Where a query's results go; restored from a checkpoint when there is one."""
     schema = planned.physical.root.schema
     updating = planned.changelog == UPDATING
+    if sink is not None and sink.options.get("connector", "memory").lower() in ("kafka", "upsert-kafka"):
+        from .runtime.connectors.kafka import open_kafka_sink
+
+        output = open_kafka_sink(sink, schema, updating, durable=durable,
+                                 saved=saved.output if saved is not None else None,
+                                 staged=saved.contents if saved is not None else None)
+        output.closed = bool(saved is not None and saved.job.get("done"))  # its last epoch is now complete
+        return output
     if sink is not None and sink.options.get("connector", "memory").lower() == "file":
         if saved is not None and saved.job.get("done"):
             return ClosedOutput()  # it had finished: its file is complete

@@ -62,6 +62,9 @@ class SourceDef:
     options: dict
     base_dir: str | None
     ddl: str
+    # Metadata columns (Flink's ``col TYPE METADATA FROM 'key' VIRTUAL``): (column, key) pairs, filled by
+    # the connector; they are among ``physical``.
+    metadata: tuple[tuple[str, str], ...] = ()
 
     @property
     def connector(self) -> str:
@@ -78,7 +81,9 @@ class SourceDef:
 
     @property
     def bounded(self) -> bool:
-        """Files are bounded unless the source is told to keep watching them."""
+        """Files are bounded unless the source is told to keep watching them; Kafka with a scan.bounded.mode."""
+        if self.connector == "kafka":
+            return "scan.bounded.mode" in self.options
         return self.connector == "file" and self.options.get("watch", "false").lower() != "true"
 
     @property

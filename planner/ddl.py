@@ -14,6 +14,14 @@ from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateVi
 from ..grammar.diagnostics import did_you_mean
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
 from .expressions import Scope, bind_scalar, infer_type
+from .kafka_options import (
+    KAFKA_SINK,
+    KAFKA_SOURCE,
+    METADATA_KEYS,
+    UPSERT_KAFKA_SINK,
+    UPSERT_KAFKA_SOURCE,
+    kafka_required,
+)
 from .timeutil import interval_micros, node_span, parse_duration
 from .types import TIMESTAMP, Field, Schema, parse_type
 
@@ -25,10 +33,14 @@ SOURCE_OPTIONS = {
              "csv.delimiter": None},
     "memory": {"connector": None, "idle_timeout": "duration", "allowed_lateness": "duration",
                "scan.startup.mode": ("earliest-offset", "latest-offset")},
+    "kafka": KAFKA_SOURCE,
+    "upsert-kafka": UPSERT_KAFKA_SOURCE,
 }
 SINK_OPTIONS = {
     "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet")},
     "memory": {"connector": None},
+    "kafka": KAFKA_SINK,
+    "upsert-kafka": UPSERT_KAFKA_SINK,
 }
 
 
@@ -43,10 +55,10 @@ def check_options(options: dict, allowed_by_connector: dict, what: str, stmt, re
         raise SqlError(Diagnostic(f"unknown connector '{connector}'", span, stmt.source,
                                   help=did_you_mean(connector, allowed_by_connector)))
     for key, value in options.items():
-        if key not in allowed:
+        if key not in allowed and not (key.startswith("properties.") and "properties.*" in allowed):
             raise SqlError(Diagnostic(f"unknown option '{key}' for connector '{connector}'", span, stmt.source,
                                       help=did_you_mean(key, allowed)))
-        rule = allowed[key]
+        rule = allowed.get(key)
         if isinstance(rule, tuple) and value.lower() not in rule:
             raise SqlError(Diagnostic(f"invalid value '{value}' for option '{key}'", span, stmt.source,
                                       help="expected one of: " + ", ".join(rule)))
@@ -57,6 +69,10 @@ def check_options(options: dict, allowed_by_connector: dict, what: str, stmt, re
                 raise SqlError(Diagnostic(str(e), span, stmt.source)) from None
         if rule == "int" and not value.isdigit():
             raise SqlError(Diagnostic(f"option '{key}' needs a whole number, not '{value}'", span, stmt.source))
+    if connector.lower() in ("kafka", "upsert-kafka"):
+        for lacking, example in kafka_required(connector.lower(), options, what == "a sink"):
+            raise SqlError(Diagnostic(f"the {connector.lower()} connector needs {lacking}", span, stmt.source,
+                                      help=f"add {example} to WITH (...)"))
     if connector.lower() == "file":
         for key in ("path", "format"):
             if key not in options:
@@ -132,13 +148,40 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
 
     options = dict(stmt.options)
     check_options(options, SOURCE_OPTIONS, "a source", stmt)
+    metadata = _bind_metadata(stmt, options)
+    if options["connector"].lower() == "upsert-kafka":
+        if not key:
+            raise SqlError(Diagnostic("an upsert-kafka source is a TABLE with a PRIMARY KEY (the message key)",
+                                      stmt.span, src, help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) "
+                                                           "WITH (connector = 'upsert-kafka', ...)"))
+        kind = "table"
     if kind == "stream" and options.get("format", "").lower() == "debezium-json":
         raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
-                     base_dir=base_dir, ddl=stmt.text)
+                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _bind_metadata(stmt: CreateSource, options: dict) -> tuple[tuple[str, str], ...]:
+    """The (column, key) pairs of the METADATA columns; only Kafka sources have metadata."""
+    found = []
+    for c in stmt.columns:
+        if c.metadata is None:
+            continue
+        connector = options["connector"].lower()
+        if connector != "kafka":
+            raise SqlError(Diagnostic(f"connector '{connector}' has no metadata to fill column '{c.name.value}'",
+                                      c.span, stmt.source, help="METADATA columns are read from Kafka messages "
+                                                                "(connector = 'kafka')"))
+        key = c.metadata.lower()
+        if key not in METADATA_KEYS:
+            raise SqlError(Diagnostic(f"unknown Kafka metadata '{c.metadata}'", c.span, stmt.source,
+                                      help=did_you_mean(c.metadata, METADATA_KEYS) or
+                                      "one of: " + ", ".join(METADATA_KEYS)))
+        found.append((c.name.value, key))
+    return tuple(found)
 
 
 def _bind_watermark(stmt: CreateSource, fields: list[Field]) -> WatermarkSpec:
@@ -178,12 +221,13 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options = {k: v for k, v in stmt.options.items()}
     options.setdefault("connector", "memory")
     check_options(options, SINK_OPTIONS, "a sink", stmt)
-    fmt = options.get("format", "json").lower()
-    if options["connector"].lower() == "file" and changelog == "updating" and fmt in APPEND_ONLY_FORMATS:
+    fmt = options.get("value.format", options.get("format", "json")).lower()
+    if options["connector"].lower() in ("file", "kafka") and changelog == "updating" and fmt in APPEND_ONLY_FORMATS + ("raw",):
         raise SqlError(Diagnostic(
             f"sink '{stmt.name.value}' uses format '{fmt}', which can only hold an append-only result, "
             "but this query's result is updating (rows are retracted and replaced)", stmt.query.span, stmt.source,
-            help="use format = 'changelog-json' or 'debezium-json', or make the query append-only "
+            help="use format = 'changelog-json' or 'debezium-json' (or connector 'upsert-kafka' for Kafka), "
+                 "or make the query append-only "
                  "(e.g. a window aggregate that emits when the window closes)"))
     return SinkDef(name=stmt.name.value, options=options, query=stmt.query.tree, schema=schema,
                    base_dir=base_dir, ddl=stmt.text)

@@ -156,6 +156,9 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
+            if src.connector in ("kafka", "upsert-kafka"):
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
+                              "Kafka topics are read by the runtime route only, bounded or not")
             if src.connector != "file":
                 raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
             if not src.bounded and not (streaming or history):

@@ -248,7 +248,8 @@ class Job(Lifecycle):
         now = self.env.clock.now_us()
         self._check_idle()
         for op_id, source in self.sources:
-            if getattr(source, "follows_clock", False) and not source.finished:
+            if (getattr(source, "follows_clock", False) or getattr(source, "partitioned", False)) \
+                    and not source.finished:
                 self._advance(op_id, source.watermark)
         for op_id in self._timed:
             for out in self.logics[op_id].on_tick(now):

@@ -81,6 +81,13 @@ class Scheduler:
             rows = int(src.options.get("batch.size", self.batch_rows))
             changelog = "append" if src.kind != "table" else "debezium" if src.format == "debezium-json" else "upsert"
             return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows, changelog))
+        if src.connector in ("kafka", "upsert-kafka"):
+            from .connectors.kafka import open_kafka_source
+
+            schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
+            not_null = tuple(c for c in op.columns if c == op.time_column or (
+                not src.schema.find(c).nullable and (src.kind != "table" or c in src.primary_key)))
+            return open_kafka_source(src, schema, not_null, int(src.options.get("batch.size", self.batch_rows)))
         raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
 
     # -- jobs -----------------------------------------------------------------------
