@@ -31,8 +31,7 @@ UPSERT_KAFKA_SOURCE = {**_COMMON, "properties.group.id": None, "on_error": ("fai
                        "idle_timeout": "duration", "allowed_lateness": "duration", "batch.size": "int",
                        "scan.poll.timeout": "duration"}
 KAFKA_SINK = {**_COMMON, "format": SINK_VALUE_FORMATS, "value.format": SINK_VALUE_FORMATS,
-              "sink.delivery-guarantee": ("exactly-once", "at-least-once", "none"),
-              "sink.partitioner": ("default", "round-robin", "fixed")}
+              "sink.delivery-guarantee": ("exactly-once", "at-least-once", "none")}
 UPSERT_KAFKA_SINK = {**_COMMON, "sink.delivery-guarantee": ("exactly-once", "at-least-once", "none")}
 
 

@@ -342,6 +342,8 @@ class Job(Lifecycle):
                 passed = [self.combined[c] for c, _ in self.children[op_id] if c != OUTPUT]
                 source.floor.value = max([source.floor.value, *passed])
             if idle != self.source_idle.get(op_id, False):
+                if idle and getattr(source, "partitioned", False):
+                    self._advance(op_id, source.watermark)  # what its partitions with data reached, first
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 

@@ -33,7 +33,6 @@ class KafkaOptions:
     on_error: str = "fail"
     dead_letter: str | None = None
     delivery: str = "exactly-once"
-    partitioner: str = "default"
 
     @property
     def group_id(self) -> str:
@@ -83,8 +82,7 @@ def kafka_options(name: str, options: dict, *, sink: bool = False, upsert: bool 
         bounded_timestamp_ms=_int(opts.get("scan.bounded.timestamp-millis"), error),
         bounded_offsets=parse_specific_offsets(opts.get("scan.bounded.specific-offsets", ""), error),
         on_error=opts.get("on_error", "fail").lower(), dead_letter=opts.get("dead_letter"),
-        delivery=opts.get("sink.delivery-guarantee", "exactly-once").lower(),
-        partitioner=opts.get("sink.partitioner", "default").lower())
+        delivery=opts.get("sink.delivery-guarantee", "exactly-once").lower())
 
 
 def parse_specific_offsets(text: str, error) -> dict[int, int]:

@@ -92,21 +92,21 @@ class KafkaSource:
 
     @property
     def position(self) -> dict:
-        if self.next is None:
-            return {}
+        self._resolve_start()  # a checkpoint before the first read pins where reading starts (and stops)
         self._commit()
-        return {"offsets": {f"{t}:{p}": o for (t, p), o in self.next.items()}}
+        position = {"offsets": {f"{t}:{p}": o for (t, p), o in self.next.items()}}
+        if self.opts.bounded_mode is not None:
+            position["stop"] = {f"{t}:{p}": o for (t, p), o in self.stop.items()}
+        return position
 
     def seek(self, position: dict) -> None:
         offsets = position.get("offsets")
         if not offsets:
             return
-        saved = {}
-        for key, offset in offsets.items():
-            topic, _, part = key.rpartition(":")
-            saved[(topic, int(part))] = int(offset)
         self._resolve_start()
-        self.next.update({tp: o for tp, o in saved.items() if tp in self.next})
+        self.next.update({tp: o for tp, o in _unkeyed(offsets).items() if tp in self.next})
+        if "stop" in position:  # a bounded read stops where it was told to when it first opened
+            self.stop.update(_unkeyed(position["stop"]))
         self._assigned = False
         self._not_before = None  # the restored offsets are past the startup filter's records already
 
@@ -327,6 +327,15 @@ def _topic_mask(batch: Messages, topic: str) -> np.ndarray:
     if batch.topics and batch.topics.count(topic) == len(batch.topics):
         return np.ones(len(batch), dtype=bool)
     return np.array([t == topic for t in batch.topics], dtype=bool)
+
+
+def _unkeyed(offsets: dict) -> dict[tuple[str, int], int]:
+    """{'topic:partition': offset} (as checkpoints keep it) -> {(topic, partition): offset}."""
+    out = {}
+    for key, offset in offsets.items():
+        topic, _, part = key.rpartition(":")
+        out[(topic, int(part))] = int(offset)
+    return out
 
 
 def default_dead_letter(name: str, base_dir: str | None) -> str:

@@ -139,7 +139,8 @@ class SourceLogic:
         if timeout:
             now = self.clock.now_us()
             busy = [i for i in slots if now - self.partition_seen.get(i, self.started_us) < timeout]
-            slots = busy or slots
+            # All idle: the source is idle as a whole; its watermark is what the partitions with data reached.
+            slots = busy or [i for i in slots if str(i) in self.partition_max.value] or slots
         return slots
 
     def _partition_watermark(self, skip: int | None = None) -> int:
