@@ -70,7 +70,9 @@ class KafkaSource:
             self._assign()
         if self.opts.bounded_mode is not None and len(self.done_slots) == len(self.partitions):
             return None
-        msgs = self.consumer.consume(num_messages=self.batch_rows, timeout=self.poll_timeout)
+        # What the client has fetched already, without waiting; wait a little only when it has nothing.
+        msgs = self.consumer.consume(num_messages=self.batch_rows, timeout=0) or \
+            self.consumer.consume(num_messages=self.batch_rows, timeout=self.poll_timeout)
         good = []
         for m in msgs:
             err = m.error()
