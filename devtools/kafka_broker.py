@@ -123,14 +123,21 @@ class KafkaBroker:
         self.stop()
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict | None = None) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict | None = None,
+                 exist_ok: bool = False) -> None:
     """Create a topic and wait until its partitions are visible in metadata."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
                                             config=config or {})])
-    futures[topic].result(timeout=30)
+    try:
+        futures[topic].result(timeout=30)
+    except KafkaException as e:
+        if not (exist_ok and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
+            raise
+        return
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic, timeout=5).topics.get(topic)

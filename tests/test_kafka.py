@@ -131,7 +131,7 @@ def test_metadata_columns_and_the_message_timestamp_as_event_time(kafka_broker):
         ts TIMESTAMP(3) METADATA FROM 'timestamp', WATERMARK FOR ts AS ts)
         WITH ({kafka_with(kafka_broker, src, **{"scan.bounded.mode": "latest-offset"})})""")
     q = engine.query('SELECT ad, part, "offset", tp, ts FROM m')
-    engine.run_until_idle()
+    run_until(engine, lambda: q.job.done)
     got = rows(q.snapshot())
     want = [(i, i % 2, i // 2, src, dt.datetime.fromtimestamp(stamps[i] / 1000)) for i in range(10)]
     assert got == sorted(want)
@@ -154,7 +154,7 @@ def offsets_read(engine, bootstrap, topic, **options) -> list[int]:
     engine.execute(f"""CREATE STREAM {name} (v INT, off BIGINT METADATA FROM 'offset')
         WITH ({kafka_with(bootstrap, topic, **{"scan.bounded.mode": "latest-offset", **options})})""")
     q = engine.query(f"SELECT off FROM {name}")
-    engine.run_until_idle()
+    run_until(engine, lambda: q.job.done)
     assert q.job.done
     return sorted(r["off"] for r in q.snapshot().to_pylist())
 
@@ -196,7 +196,7 @@ def test_offsets_are_committed_to_the_group_for_monitoring(kafka_broker, tmp_pat
         "properties.group.id": group, "scan.bounded.mode": "latest-offset"})})""")
     engine.execute("CREATE SINK o WITH (connector = 'file', path = '" + str(tmp_path / "o.jsonl") +
                    "', format = 'json') AS SELECT v FROM s")
-    engine.run_until_idle()
+    run_until(engine, lambda: engine.scheduler.jobs['o'].done)
     engine.close()
     c = Consumer({"bootstrap.servers": kafka_broker, "group.id": group})
     assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 25
@@ -220,7 +220,7 @@ def test_bad_messages_fail_with_their_place_or_are_dead_lettered(kafka_broker, t
     engine.execute(ddl.format(name="lenient", opts=kafka_with(kafka_broker, topic, **{
         "scan.bounded.mode": "latest-offset", "on_error": "skip", "dead_letter": str(dead)})))
     q = engine.query("SELECT * FROM lenient")
-    engine.run_until_idle()
+    run_until(engine, lambda: q.job.done)
     assert rows(q.snapshot()) == rows(pa.Table.from_pylist(good))
     letters = [json.loads(line) for line in dead.read_text().splitlines()]
     assert [(d["topic"], d["partition"], d["offset"], d["column"], d["raw"]) for d in letters] == [
@@ -237,12 +237,12 @@ def test_csv_and_raw_values_and_json_keys(kafka_broker):
         "format": "csv", "key.format": "json", "key.fields": "id", "value.fields-include": "EXCEPT_KEY",
         "scan.bounded.mode": "latest-offset"})})""")
     q = engine.query("SELECT * FROM c")
-    engine.run_until_idle()
+    run_until(engine, lambda: q.job.done)
     assert rows(q.snapshot()) == [(i, i * 10, f"name {i}") for i in range(5)]
     engine.execute(f"""CREATE STREAM r (line STRING) WITH ({kafka_with(kafka_broker, topic, **{
         "format": "raw", "scan.bounded.mode": "latest-offset"})})""")
     q = engine.query("SELECT * FROM r")
-    engine.run_until_idle()
+    run_until(engine, lambda: q.job.done)
     assert rows(q.snapshot()) == [(f"{i * 10},name {i}",) for i in range(5)]
     engine.close()
 
