@@ -255,7 +255,7 @@ class Engine:
             self.scheduler.memory_log(self._memory_source(name)).close()
             return
         for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.connector == "memory":
+            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj).close()
 
     def step(self) -> bool:
@@ -517,7 +517,7 @@ class Engine:
         if self.catalog.settings.get("batch.size", "").isdigit():
             self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
         for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.connector == "memory":
+            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
 
     def _journal_for(self, source: SourceDef, schema: pa.Schema):
@@ -545,7 +545,7 @@ class Engine:
 
             span = stmt.target.span if isinstance(stmt, Insert) else None
             self.catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
-        if obj.connector != "memory":
+        if not obj.descriptor.insertable:
             raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take inserts "
                             f"(it reads {obj.connector})")
         return obj

@@ -33,6 +33,7 @@ from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
 from .runtime import checkpoint as ckpt
 from .runtime.batch_job import BatchJob
+from .runtime.connectors.factory import open_sink
 from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
@@ -234,7 +235,7 @@ class Queries:
         query.checkpoint_seq += 1
         ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
         saved = getattr(query.output, "checkpoint_saved", None)
-        if saved is not None:  # a write-ahead sink produces what this checkpoint staged (Kafka)
+        if saved is not None:  # a write-ahead sink publishes what this checkpoint holds (Kafka)
             saved()
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
         query.checkpointed = query.progress_marker()
@@ -301,21 +302,16 @@ def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: 
     """Where a query's results go; restored from a checkpoint when there is one."""
     schema = planned.physical.root.schema
     updating = planned.changelog == UPDATING
-    if sink is not None and sink.options.get("connector", "memory").lower() in ("kafka", "upsert-kafka"):
-        from .runtime.connectors.kafka import open_kafka_sink
-
-        output = open_kafka_sink(sink, schema, updating, durable=durable,
-                                 saved=saved.output if saved is not None else None,
-                                 staged=saved.contents if saved is not None else None)
-        output.closed = bool(saved is not None and saved.job.get("done"))  # its last epoch is now complete
-        return output
-    if sink is not None and sink.options.get("connector", "memory").lower() == "file":
-        if saved is not None and saved.job.get("done"):
-            return ClosedOutput()  # it had finished: its file is complete
-        from .runtime.connectors import open_file_sink
-
+    if sink is not None and not sink.descriptor.collects:
+        done = saved is not None and saved.job.get("done")
+        if done and saved.contents is None:
+            return ClosedOutput()  # it had finished: its output is complete
         position = saved.output.get("position") if saved is not None else None
-        return SinkOutput(open_file_sink(sink.options, sink.path, schema, updating, position=position))
+        output = SinkOutput(open_sink(sink, schema, updating, position, durable=durable,
+                                      contents=saved.contents if saved is not None else None))
+        if done:  # a write-ahead sink has published its last checkpoint's rows on opening: nothing more
+            output.close()
+        return output
     output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
     if saved is not None:
         output.restore(saved.output, saved.contents)

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, SqlError
 from ..grammar.diagnostics import did_you_mean
+from .connectors import ConnectorDescriptor, find
 from .types import Schema
 
 # Settings a session starts with, and what they mean (SET 'key' = 'value').
@@ -67,8 +68,14 @@ class SourceDef:
     metadata: tuple[tuple[str, str], ...] = ()
 
     @property
+    def descriptor(self) -> ConnectorDescriptor:
+        """The connector (checked when the source was declared)."""
+        return _descriptor(self.options)
+
+    @property
     def connector(self) -> str:
-        return self.options.get("connector", "memory").lower()
+        """The connector's name (an alias such as ``filesystem`` gives its connector's name)."""
+        return self.descriptor.name
 
     @property
     def format(self) -> str:
@@ -81,10 +88,8 @@ class SourceDef:
 
     @property
     def bounded(self) -> bool:
-        """Files are bounded unless the source is told to keep watching them; Kafka with a scan.bounded.mode."""
-        if self.connector == "kafka":
-            return "scan.bounded.mode" in self.options
-        return self.connector == "file" and self.options.get("watch", "false").lower() != "true"
+        """Whether the source ends (files do unless watched; a datagen with number-of-rows does)."""
+        return self.descriptor.is_bounded(self.options)
 
     @property
     def object_kind(self) -> str:
@@ -113,6 +118,22 @@ class SinkDef:
     @property
     def path(self) -> str | None:
         return resolve_path(self.options.get("path"), self.base_dir)
+
+    @property
+    def descriptor(self) -> ConnectorDescriptor:
+        return _descriptor(self.options)
+
+    @property
+    def connector(self) -> str:
+        return self.descriptor.name
+
+
+def _descriptor(options: dict) -> ConnectorDescriptor:
+    name = options.get("connector", "memory")
+    descriptor = find(name)
+    if descriptor is None:
+        raise SqlError(Diagnostic(f"unknown connector '{name}'", None, None))
+    return descriptor
 
 
 @dataclass(frozen=True, eq=False)

@@ -156,11 +156,10 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if src.connector in ("kafka", "upsert-kafka"):
+            if route not in src.descriptor.read_routes:
                 raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
-                              "Kafka topics are read by the runtime route only, bounded or not")
-            if src.connector != "file":
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
+                              f"connector '{src.connector}' is read by the {' and '.join(src.descriptor.read_routes)} "
+                              f"route{'s' if len(src.descriptor.read_routes) > 1 else ''} only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")

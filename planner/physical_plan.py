@@ -193,7 +193,7 @@ class _Planner(JoinPlanning):
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
         kind = "Late" if late_only else "Source"
-        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.connector == "file" else "") + \
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
             (", changes by key" if src.kind == "table" else "") + ")"
         return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,

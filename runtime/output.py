@@ -38,11 +38,20 @@ class SinkOutput:
         self.writer.flush()
         self.writer.close()
 
-    def checkpoint(self) -> tuple[dict, None]:
-        """Make what was written durable; its position is what a restart keeps."""
+    def checkpoint(self) -> tuple[dict, pa.Table | None]:
+        """Make what was written durable; its position is what a restart keeps (and, for a write-ahead
+        sink, the rows the checkpoint must hold: ``connectors/base.py`` ``WriteAheadSink``)."""
         if not self.closed:
             self.writer.flush()
-        return {"position": self.writer.position}, None
+        staged = getattr(self.writer, "checkpoint_rows", None)
+        contents = staged() if staged is not None else None
+        return {"position": self.writer.position}, contents
+
+    def checkpoint_saved(self) -> None:
+        """The checkpoint is on disk: a write-ahead sink may publish what it holds."""
+        saved = getattr(self.writer, "checkpoint_saved", None)
+        if saved is not None:
+            saved()
 
 
 class CollectOutput:

@@ -158,7 +158,7 @@ def test_a_crash_after_output_past_the_checkpoint(kafka_broker, tmp_path, delive
     produce(kafka_broker, src, events[300:])
     settle(engine)  # windows past the checkpoint fire
     query = engine.queries.running["s"]
-    query.output.producer.flush()  # at-least-once: they are in the topic when the process dies
+    query.output.writer.producer.flush()  # at-least-once: they are in the topic when the process dies
     del engine, query  # a crash: the engine is gone without close()
     gc.collect()
     engine = dsms.Engine(state_dir=state)
@@ -181,7 +181,7 @@ def test_a_crash_while_a_checkpoints_rows_are_produced_writes_the_rest_once(kafk
     engine = crash_engine(state, kafka_broker, src, out, "exactly-once")
     settle(engine)
     query = engine.queries.running["s"]
-    output = query.output
+    output = query.output.writer
     query.checkpoint_seq += 1
     ckpt.save(engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
     epoch, staged = output.pending

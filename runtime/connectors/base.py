@@ -9,7 +9,7 @@ checkpoint can record how far they got and a restore can continue there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 import pyarrow as pa
 
@@ -53,6 +53,35 @@ class ReadRequest:
     changelog: str = "append"
 
 
+@dataclass(frozen=True)
+class SourceContext:
+    """What a connector's ``open_source(req, ctx)`` may use besides the request.
+
+    ``source`` is the declared stream or table (a ``planner.catalog.SourceDef``:
+    options, key, watermark); ``clock`` has ``now_us()`` (virtual in tests);
+    ``memory_log(source)`` is the engine's shared in-memory log of a source.
+    """
+
+    source: Any
+    clock: Any
+    memory_log: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """What the runtime wants a sink's ``open_sink(req)`` to write."""
+
+    name: str  # the sink's name, for messages
+    options: dict  # the WITH (...) options, lower-case keys
+    path: str | None  # resolved against the script's folder
+    schema: pa.Schema  # the result's columns (an ``__op`` field, if present, is to be ignored)
+    updating: bool  # the result has retractions: batches carry ``__op``
+    position: dict | None = None  # continue from this position (a checkpoint) instead of afresh
+    # A write-ahead sink (``checkpoint_rows`` below) gets back the rows its checkpoint kept.
+    contents: pa.Table | None = None
+    durable: bool = False  # the engine has a state directory: checkpoints are taken and restored
+
+
 class SourceReader(Protocol):
     def read(self) -> pa.Table | None:
         """The next batch of rows.
@@ -91,6 +120,22 @@ class SinkWriter(Protocol):
         """Drop what was written after ``position`` (restore after a crash)."""
 
     def close(self) -> None: ...
+
+
+class WriteAheadSink(Protocol):
+    """A SinkWriter that exposes results only once a checkpoint covers them (the Kafka sink).
+
+    Besides the SinkWriter methods it has ``checkpoint_rows() -> pa.Table``,
+    called when a checkpoint is taken (after ``flush``, before ``position``):
+    the rows written since the last checkpoint, which the checkpoint keeps;
+    and ``checkpoint_saved()``, called once that checkpoint is on disk, when
+    it may publish them. A restored writer gets them back in
+    ``WriteRequest.contents``.
+    """
+
+    def checkpoint_rows(self) -> pa.Table: ...
+
+    def checkpoint_saved(self) -> None: ...
 
 
 class ReaderWrapper:

@@ -1,4 +1,5 @@
-"""Opening the ``kafka`` and ``upsert-kafka`` connectors (sources and sinks).
+"""The runtime half of the ``kafka`` and ``upsert-kafka`` connectors (``planner/connectors/kafka.py``,
+``upsert_kafka.py``): opening their sources and sinks.
 
 The client layer is ``kafka_client.py``, options ``kafka_config.py``,
 decoding ``kafka_decode.py``, the reader ``kafka_source.py`` and the
@@ -8,33 +9,26 @@ for users.
 
 from __future__ import annotations
 
-import pyarrow as pa
+import os
 
-from ...planner.catalog import SinkDef, SourceDef
-from .base import SinkError, SourceError, SourceReader
+from .base import ReadRequest, SinkError, SinkWriter, SourceContext, SourceError, SourceReader, WriteRequest
 from .changelog_source import DebeziumCodec, DebeziumReader, flat_schema
 from .kafka_config import kafka_options
 from .kafka_decode import MessageDecoder
-from .kafka_sink import KafkaSinkOutput
+from .kafka_sink import KafkaSink
 from .kafka_source import KafkaSource, default_dead_letter
 
-KAFKA_CONNECTORS = ("kafka", "upsert-kafka")
 
-
-def open_kafka_source(src: SourceDef, schema: pa.Schema, not_null: tuple[str, ...], batch_rows: int) -> SourceReader:
-    """A reader of ``src``'s topic(s) giving the columns of ``schema``.
+def open_source(req: ReadRequest, ctx: SourceContext) -> SourceReader:
+    """A reader of the source's topic(s) giving the columns of ``req.schema``.
 
     Raises:
         SourceError: an option is wrong, or the cluster or topic cannot be reached.
     """
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        raise SourceError("the Kafka connector needs the confluent-kafka package (pip install confluent-kafka)",
-                          source=src.name) from None
+    src = ctx.source
     upsert = src.connector == "upsert-kafka"
-    opts = kafka_options(src.name, src.options, upsert=upsert)
-    metadata = {c: k for c, k in src.metadata if c in schema.names}
+    opts = kafka_options(req.name, req.options, upsert=upsert)
+    metadata = {c: k for c, k in src.metadata if c in req.schema.names}
     if upsert:
         key_columns = src.primary_key
     elif opts.key_fields and opts.value_fields_include == "except_key":
@@ -42,47 +36,42 @@ def open_kafka_source(src: SourceDef, schema: pa.Schema, not_null: tuple[str, ..
     else:
         key_columns = ()
     declared = tuple(c for c in src.physical if c not in dict(src.metadata))
-    value_columns = declared if upsert or opts.value_fields_include == "all" else \
+    value_columns = declared if opts.value_fields_include == "all" else \
         tuple(c for c in declared if c not in key_columns)
-    if upsert and opts.value_fields_include == "except_key":
-        value_columns = tuple(c for c in declared if c not in key_columns)
-    dead_letter = default_dead_letter(src.name, src.base_dir) if opts.dead_letter is None else \
+    dead_letter = default_dead_letter(req.name, src.base_dir) if opts.dead_letter is None else \
         _resolve(opts.dead_letter, src.base_dir)
     if opts.value_format == "debezium-json":
         if metadata or key_columns:
             raise SourceError("format 'debezium-json' reads everything from the message value: no METADATA or key "
-                              "columns", source=src.name)
-        codec = DebeziumCodec(schema, not_null)
-        decoder = MessageDecoder(src.name, flat_schema(schema), value_format="json", key_format=None,
+                              "columns", source=req.name)
+        decoder = MessageDecoder(req.name, flat_schema(req.schema), value_format="json", key_format=None,
                                  key_columns=(), metadata={})
-        decoder.value.codec = codec
-        reader = KafkaSource(opts, decoder, batch_rows, dead_letter_path=dead_letter)
-        return DebeziumReader(reader, schema)
+        decoder.value.codec = DebeziumCodec(req.schema, req.not_null)
+        reader = KafkaSource(opts, decoder, req.batch_rows, dead_letter_path=dead_letter)
+        return DebeziumReader(reader, req.schema)
     try:
-        decoder = MessageDecoder(src.name, schema, value_format=opts.value_format, key_format=opts.key_format,
-                                 key_columns=key_columns, metadata=metadata, not_null=not_null,
+        decoder = MessageDecoder(req.name, req.schema, value_format=opts.value_format, key_format=opts.key_format,
+                                 key_columns=key_columns, metadata=metadata, not_null=req.not_null,
                                  delimiter=opts.delimiter, value_columns=value_columns)
     except ValueError as e:
-        raise SourceError(str(e), source=src.name) from None
-    return KafkaSource(opts, decoder, batch_rows, upsert=upsert, dead_letter_path=dead_letter)
+        raise SourceError(str(e), source=req.name) from None
+    return KafkaSource(opts, decoder, req.batch_rows, upsert=upsert, dead_letter_path=dead_letter)
 
 
-def open_kafka_sink(sink: SinkDef, schema: pa.Schema, updating: bool, *, durable: bool,
-                    saved: dict | None = None, staged: pa.Table | None = None) -> KafkaSinkOutput:
-    """The output of a query into a Kafka topic; restored (its last epoch completed) when ``saved`` is given."""
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        raise SinkError("the Kafka connector needs the confluent-kafka package (pip install confluent-kafka)") from None
-    upsert = sink.options.get("connector", "").lower() == "upsert-kafka"
-    opts = kafka_options(sink.name, sink.options, sink=True, upsert=upsert)
-    output = KafkaSinkOutput(sink.name, opts, schema, updating, upsert=upsert, durable=durable)
-    if saved is not None:
-        output.restore(saved, staged)
-    return output
+def open_sink(req: WriteRequest) -> SinkWriter:
+    """A writer into the sink's topic; write-ahead (exactly-once) with a state directory, unless told otherwise.
+
+    Raises:
+        SinkError: an option is wrong, the topic does not exist, or the format cannot hold the result.
+    """
+    upsert = req.options.get("connector", "").lower() == "upsert-kafka"
+    opts = kafka_options(req.name, req.options, sink=True, upsert=upsert)
+    if not opts.topics:
+        raise SinkError(f"sink '{req.name}' needs a 'topic'")
+    return KafkaSink(req.name, opts, req.schema, req.updating, upsert=upsert,
+                     write_ahead=req.durable and opts.delivery == "exactly-once",
+                     position=req.position, staged=req.contents)
 
 
 def _resolve(path: str, base_dir: str | None) -> str:
-    import os
-
     return path if os.path.isabs(path) or not base_dir else os.path.join(base_dir, path)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
 from .base import SinkError, SourceError
 
 
 def consumer(client: dict, name: str):
     """A consumer that never commits by itself (dsms commits what its checkpoints hold)."""
-    from confluent_kafka import Consumer, KafkaException
-
     config = {**client, "enable.auto.commit": False, "enable.auto.offset.store": False,
               "auto.offset.reset": client.get("auto.offset.reset", "earliest")}
     try:
@@ -29,8 +29,6 @@ def consumer(client: dict, name: str):
 
 
 def producer(client: dict, name: str):
-    from confluent_kafka import KafkaException, Producer
-
     config = {k: v for k, v in client.items() if k not in ("group.id", "auto.offset.reset", "isolation.level")}
     config.setdefault("enable.idempotence", True)
     config.setdefault("linger.ms", 5)
@@ -42,8 +40,6 @@ def producer(client: dict, name: str):
 
 def list_partitions(client, name: str, timeout: float = 10.0) -> dict[str, list[int]]:
     """topic -> its partitions, from the cluster's metadata."""
-    from confluent_kafka import KafkaException
-
     try:
         meta = client.list_topics(timeout=timeout)
     except KafkaException as e:
@@ -53,8 +49,6 @@ def list_partitions(client, name: str, timeout: float = 10.0) -> dict[str, list[
 
 def end_offsets(client: dict, partitions: list[tuple[str, int]], timeout: float = 10.0) -> dict[tuple[str, int], int]:
     """The offset after the last record of each partition (see the module's note on the high watermark)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     probe = Consumer({**client, "group.id": client.get("group.id", "dsms") + "-probe", "enable.auto.commit": False})
     try:
         ends = {}
@@ -78,8 +72,6 @@ def end_offsets(client: dict, partitions: list[tuple[str, int]], timeout: float 
 
 def read_range(client: dict, starts: dict[tuple[str, int], int], *, quiet: float = 1.0, timeout: float = 30.0):
     """Every message from ``starts`` to the end of each partition (the sink reads back what it wrote)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     ends = end_offsets(client, list(starts), timeout)
     pending = {tp for tp, start in starts.items() if ends[tp] > start}
     if not pending:

@@ -40,7 +40,6 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from ..changelog import DELETE, INSERT, OP, UPDATE_BEFORE
-from ..output import SinkOutput
 from .base import SinkError
 from .encode import Renderer, csv_columns_sql, json_lines_sql, row_object_sql
 from .kafka_client import end_offsets, list_partitions, producer, read_range
@@ -107,14 +106,18 @@ class KafkaEncoder:
         self.renderer.close()
 
 
-class KafkaSinkOutput(SinkOutput):
-    """A job's output written to a Kafka topic (see the module docstring for exactly-once)."""
+class KafkaSink:
+    """A SinkWriter into a Kafka topic, write-ahead when exactly-once (see the module docstring).
+
+    Args:
+        name: the sink's name (the ``dsms.sink`` header).
+        write_ahead: stage rows until a checkpoint covers them (exactly-once with a state directory).
+        position, staged: the checkpoint to continue from, and the rows it kept.
+    """
 
     def __init__(self, name: str, opts: KafkaOptions, schema: pa.Schema, updating: bool, *, upsert: bool,
-                 durable: bool):
+                 write_ahead: bool, position: dict | None = None, staged: pa.Table | None = None):
         self.name, self.opts, self.upsert = name, opts, upsert
-        self.listeners: list[list[pa.Table]] = []
-        self.closed = False
         if updating and not upsert and opts.value_format in ("json", "csv", "raw"):
             raise SinkError(f"format '{opts.value_format}' needs an append-only result, but this query's result is "
                             "updating; use format = 'changelog-json' or 'debezium-json', or connector = "
@@ -125,37 +128,62 @@ class KafkaSinkOutput(SinkOutput):
         self.encoder = KafkaEncoder(opts, schema, upsert)
         self.staged_schema = self.encoder.schema.append(pa.field(OP, pa.int8()))
         self.producer = producer(opts.client, name)
-        self.write_ahead = durable and opts.delivery == "exactly-once"
+        self.write_ahead = write_ahead
         self.staged: list[pa.Table] = []
         self.epoch = 0
         self.pending: tuple[int, pa.Table] | None = None  # checkpointed but not yet produced
         self.errors: list[str] = []
+        self.closing = False
         partitions = list_partitions(self.producer, name).get(self.topic)
         if partitions is None:
             raise SinkError(f"sink '{name}': Kafka topic {self.topic} does not exist on "
                             f"{opts.client['bootstrap.servers']}")
         self.partitions = [(self.topic, p) for p in partitions]
         self.ends = end_offsets(opts.client, self.partitions) if self.write_ahead else {}
+        if position is not None:
+            self._restore(position, staged)
 
-    # -- the output protocol --------------------------------------------------------------------
+    # -- the SinkWriter protocol ----------------------------------------------------------------
 
     def write(self, table: pa.Table) -> None:
-        for queue in self.listeners:
-            queue.append(table)
         if self.write_ahead:
             self.staged.append(self._staged_form(table))
         else:
             self._produce(table)
 
-    def checkpoint(self) -> tuple[dict, pa.Table | None]:
+    def flush(self) -> None:
         if not self.write_ahead:
             self._flush()
-            return {"position": {}}, None
+
+    @property
+    def position(self) -> dict:
+        if not self.write_ahead:
+            return {}
+        return {"epoch": self.epoch, "offsets": _keyed(self.ends)}
+
+    def truncate(self, position: dict) -> None:
+        """Nothing to cut: what a checkpoint does not cover was never produced (write-ahead)."""
+
+    def close(self) -> None:
+        if self.write_ahead:  # the final checkpoint holds and then produces what is staged
+            self.closing = True
+            if not self.staged and self.pending is None:
+                self.encoder.close()
+            return
+        self._flush()
+        self.encoder.close()
+
+    # -- write-ahead: connectors/base.py WriteAheadSink ---------------------------------------------
+
+    def checkpoint_rows(self) -> pa.Table | None:
+        """Seal the rows since the last checkpoint as the next epoch; the checkpoint keeps them."""
+        if not self.write_ahead:
+            return None
         self.epoch += 1
         staged = pa.concat_tables(self.staged) if self.staged else self.staged_schema.empty_table()
         self.staged = []
         self.pending = (self.epoch, staged)
-        return {"position": {"epoch": self.epoch, "offsets": _keyed(self.ends)}}, staged
+        return staged
 
     def checkpoint_saved(self) -> None:
         """The checkpoint that holds the pending rows is on disk: produce them."""
@@ -165,10 +193,11 @@ class KafkaSinkOutput(SinkOutput):
         self._produce(staged, epoch)
         self._flush()
         self.pending = None
+        if self.closing and not self.staged:
+            self.encoder.close()
 
-    def restore(self, meta: dict, staged: pa.Table | None) -> None:
+    def _restore(self, position: dict, staged: pa.Table | None) -> None:
         """Continue after a restart from a checkpoint: produce what of its epoch is not in the topic yet."""
-        position = meta.get("position") or {}
         if not self.write_ahead or "epoch" not in position:
             return
         self.epoch = int(position["epoch"])
@@ -182,13 +211,6 @@ class KafkaSinkOutput(SinkOutput):
                 written.add(int(headers[SEQ_HEADER]))
         self._produce(staged, self.epoch, skip=written)
         self._flush()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        if not self.write_ahead:  # with a write-ahead log, the final checkpoint produces what is staged
-            self._flush()
 
     # -- producing ------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+from confluent_kafka import KafkaException, TopicPartition
 
 from ..changelog import DELETE, INSERT, OP
 from .base import SourceError
@@ -158,8 +159,6 @@ class KafkaSource:
     def _resolve_start(self) -> None:
         if self.next is not None:
             return
-        from confluent_kafka import TopicPartition
-
         mode = self.opts.startup_mode
         tps = [TopicPartition(t, p) for t, p in self.partitions]
         ends = None
@@ -193,8 +192,6 @@ class KafkaSource:
             self.stop = {(t, p): self.opts.bounded_offsets.get(p, ends[(t, p)]) for t, p in self.partitions}
 
     def _assign(self) -> None:
-        from confluent_kafka import TopicPartition
-
         self._resolve_start()
         if self.opts.bounded_mode is not None:
             for tp, off in self.next.items():
@@ -228,16 +225,12 @@ class KafkaSource:
         return batch if keep.all() else batch.take(np.flatnonzero(keep))
 
     def _finish(self, tp: tuple[str, int]) -> None:
-        from confluent_kafka import TopicPartition
-
         slot = self.slot[tp]
         if slot not in self.done_slots:
             self.done_slots.add(slot)
             self.consumer.pause([TopicPartition(*tp)])
 
     def _commit(self, asynchronous: bool = True) -> None:
-        from confluent_kafka import KafkaException, TopicPartition
-
         if not self.next or not self._assigned:
             return
         try:
