@@ -321,3 +321,19 @@ def test_upsert_kafka_table_joined_and_aggregated_into_upsert_and_changelog_sink
 
 def _applied(q) -> list[tuple]:
     return rows(q.snapshot())
+
+
+def test_debezium_json_messages_as_a_table(kafka_broker):
+    topic = new_topic(kafka_broker, "dbz", 1)
+    envelopes = [{"op": "c", "before": None, "after": {"id": 1, "name": "a"}},
+                 {"op": "c", "before": None, "after": {"id": 2, "name": "b"}},
+                 {"op": "u", "before": {"id": 1, "name": "a"}, "after": {"id": 1, "name": "z"}},
+                 {"op": "d", "before": {"id": 2, "name": "b"}, "after": None}]
+    produce(kafka_broker, topic, envelopes)
+    engine = dsms.Engine()
+    engine.execute(f"""CREATE TABLE people (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+        WITH ({kafka_with(kafka_broker, topic, format='debezium-json', **{"scan.bounded.mode": "latest-offset"})})""")
+    q = engine.query("SELECT id, name FROM people")
+    run_until(engine, lambda: q.job.done)
+    assert rows(q.snapshot()) == [(1, "z")]
+    engine.close()

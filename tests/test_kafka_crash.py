@@ -75,7 +75,7 @@ def outputs(bootstrap: str, windows: str, totals: str):
 
 
 def test_kill_9_at_random_points_gives_each_result_exactly_once(kafka_broker, tmp_path):
-    events = make_events(12000, seed=7)
+    events = make_events(9000, seed=7)
     src = new_topic(kafka_broker, "crash-in", 1)
     produce(kafka_broker, src, events)
 

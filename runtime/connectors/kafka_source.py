@@ -162,10 +162,17 @@ class KafkaSource:
         mode = self.opts.startup_mode
         tps = [TopicPartition(t, p) for t, p in self.partitions]
         ends = None
-        if mode in ("earliest-offset", "timestamp"):
-            lows = {(t, p): self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
-                    for t, p in self.partitions}
-            self.next = lows
+        if mode == "earliest-offset":
+            self.next = {(t, p): self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
+                         for t, p in self.partitions}
+        elif mode == "timestamp":
+            # The broker's answer is a lower bound (Tansu answers 0): records before the time are also
+            # left out one by one as they are read (_advance).
+            ends = end_offsets(self.opts.client, self.partitions)
+            found = self.consumer.offsets_for_times(
+                [TopicPartition(t, p, self.opts.startup_timestamp_ms) for t, p in self.partitions], timeout=10)
+            self.next = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else ends[(tp.topic, tp.partition)]
+                         for tp in found}
         elif mode == "latest-offset":
             ends = end_offsets(self.opts.client, self.partitions)
             self.next = dict(ends)
