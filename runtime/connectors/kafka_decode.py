@@ -48,12 +48,19 @@ class Messages:
                         self.timestamps[rows], [self.keys[i] for i in rows], [self.values[i] for i in rows])
 
     @staticmethod
-    def of(msgs: list) -> Messages:
-        """From confluent-kafka messages (the only per-message Python: reading their fields)."""
-        return Messages([m.topic() for m in msgs], np.fromiter((m.partition() for m in msgs), np.int32, len(msgs)),
-                        np.fromiter((m.offset() for m in msgs), np.int64, len(msgs)),
-                        np.fromiter((m.timestamp()[1] for m in msgs), np.int64, len(msgs)),
-                        [m.key() for m in msgs], [m.value() for m in msgs])
+    def of(msgs: list, *, topic: str | None = None, keys: bool = True, timestamps: bool = True) -> Messages:
+        """From confluent-kafka messages (the only per-message Python: reading their fields).
+
+        Only the fields that will be used are read: ``topic`` when every message has it, keys and
+        timestamps when something needs them.
+        """
+        n = len(msgs)
+        return Messages([topic] * n if topic is not None else [m.topic() for m in msgs],
+                        np.fromiter((m.partition() for m in msgs), np.int32, n),
+                        np.fromiter((m.offset() for m in msgs), np.int64, n),
+                        np.fromiter((m.timestamp()[1] for m in msgs), np.int64, n) if timestamps
+                        else np.zeros(n, np.int64),
+                        [m.key() for m in msgs] if keys else [None] * n, [m.value() for m in msgs])
 
 
 @dataclass

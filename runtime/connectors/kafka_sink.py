@@ -133,7 +133,7 @@ class KafkaSink:
         self.epoch = 0
         self.pending: tuple[int, pa.Table] | None = None  # checkpointed but not yet produced
         self.errors: list[str] = []
-        self.closing = False
+        self.closing = self.released = False
         partitions = list_partitions(self.producer, name).get(self.topic)
         if partitions is None:
             raise SinkError(f"sink '{name}': Kafka topic {self.topic} does not exist on "
@@ -167,17 +167,21 @@ class KafkaSink:
     def close(self) -> None:
         if self.write_ahead:  # the final checkpoint holds and then produces what is staged
             self.closing = True
-            if not self.staged and self.pending is None:
-                self.encoder.close()
             return
         self._flush()
-        self.encoder.close()
+        self._release()
+
+    def _release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.encoder.close()
+            self.producer.close()
 
     # -- write-ahead: connectors/base.py WriteAheadSink ---------------------------------------------
 
     def checkpoint_rows(self) -> pa.Table | None:
         """Seal the rows since the last checkpoint as the next epoch; the checkpoint keeps them."""
-        if not self.write_ahead:
+        if not self.write_ahead or self.released:
             return None
         self.epoch += 1
         staged = pa.concat_tables(self.staged) if self.staged else self.staged_schema.empty_table()
@@ -194,7 +198,7 @@ class KafkaSink:
         self._flush()
         self.pending = None
         if self.closing and not self.staged:
-            self.encoder.close()
+            self._release()
 
     def _restore(self, position: dict, staged: pa.Table | None) -> None:
         """Continue after a restart from a checkpoint: produce what of its epoch is not in the topic yet."""

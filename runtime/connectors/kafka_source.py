@@ -63,6 +63,11 @@ class KafkaSource:
         self._assigned = False
         self._not_before = opts.startup_timestamp_ms if opts.startup_mode == "timestamp" else None
         self._bound_ts = opts.bounded_timestamp_ms if opts.bounded_mode == "timestamp" else None
+        topics = {t for t, _ in self.partitions}
+        self._only_topic = next(iter(topics)) if len(topics) == 1 else None
+        self._needs_keys = upsert or decoder.key is not None
+        self._needs_timestamps = opts.startup_mode == "timestamp" or self._bound_ts is not None or \
+            "timestamp" in decoder.metadata.values()
 
     # -- the SourceReader protocol ------------------------------------------------------------
 
@@ -84,7 +89,7 @@ class KafkaSource:
         if not good:
             self.batch_partitions = np.empty(0, np.int32)
             return self._empty()
-        batch = Messages.of(good)
+        batch = Messages.of(good, topic=self._only_topic, keys=self._needs_keys, timestamps=self._needs_timestamps)
         batch = self._advance(batch)
         if not len(batch):
             self.batch_partitions = np.empty(0, np.int32)
