@@ -337,3 +337,20 @@ def test_debezium_json_messages_as_a_table(kafka_broker):
     run_until(engine, lambda: q.job.done)
     assert rows(q.snapshot()) == [(1, "z")]
     engine.close()
+
+
+def test_a_topic_list_and_a_topic_pattern(kafka_broker):
+    prefix = f"multi{time.monotonic_ns()}"
+    a, b, other = (new_topic(kafka_broker, f"{prefix}-{name}", 2) for name in ("a", "b", "x"))
+    for topic, n in ((a, 3), (b, 4), (other, 5)):
+        produce(kafka_broker, topic, [{"v": i} for i in range(n)])
+    engine = dsms.Engine()
+    for name, option in (("listed", {"topic": f"{a};{b}"}), ("matched", {"topic-pattern": f"{prefix}-[ab]-.*"})):
+        opts = {"connector": "kafka", "properties.bootstrap.servers": kafka_broker, "format": "json",
+                "scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset", **option}
+        engine.execute(f"CREATE STREAM {name} (v INT, t STRING METADATA FROM 'topic') WITH ("
+                       + ", ".join(f"'{k}' = '{v}'" for k, v in opts.items()) + ")")
+        q = engine.query(f"SELECT t, COUNT(*) AS n FROM {name} GROUP BY t")
+        run_until(engine, lambda q=q: q.job.done)
+        assert rows(q.snapshot()) == sorted([(a, 3), (b, 4)])
+    engine.close()
