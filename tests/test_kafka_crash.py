@@ -183,7 +183,7 @@ def test_a_crash_while_a_checkpoints_rows_are_produced_writes_the_rest_once(kafk
     query = engine.queries.running["s"]
     output = query.output.writer
     query.checkpoint_seq += 1
-    ckpt.save(engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
+    ckpt.save(engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, query.job.snapshot())
     epoch, staged = output.pending
     assert staged.num_rows > 10
     half = staged.num_rows // 2
