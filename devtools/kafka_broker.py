@@ -81,6 +81,7 @@ class KafkaBroker:
         return self
 
     def _wait_ready(self) -> None:
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + self.startup_timeout
@@ -91,7 +92,7 @@ class KafkaBroker:
             try:
                 admin.list_topics(timeout=1)
                 return
-            except Exception:
+            except KafkaException:
                 time.sleep(0.1)
         self.stop()
         raise BrokerUnavailable(f"the Tansu broker did not answer on {self.bootstrap} within "

@@ -34,6 +34,7 @@ from .dead_letter import DeadLetter
 from .kafka_client import consumer, end_offsets, list_partitions
 from .kafka_config import KafkaOptions
 from .kafka_decode import BadMessage, MessageDecoder, Messages
+from .salvage import BadInput
 
 
 class KafkaSource:
@@ -286,7 +287,7 @@ class KafkaSource:
         try:
             keys = self.decoder.key.decode(batch.keys)
             kept = np.arange(len(batch))
-        except Exception:
+        except BadInput:
             keys = None
         if keys is None:  # the error path: message by message
             good = []
@@ -294,7 +295,7 @@ class KafkaSource:
                 try:
                     self.decoder.key.decode([batch.keys[i]])
                     good.append(i)
-                except Exception:
+                except BadInput:
                     bad.append(BadMessage(batch.topics[i], int(batch.partitions[i]), int(batch.offsets[i]), None,
                                           "the key of a delete (a message without a value) cannot be read",
                                           batch.keys[i]))
