@@ -22,17 +22,13 @@ from __future__ import annotations
 import threading
 from importlib.metadata import entry_points
 
-from ...grammar import DsmsError
+from ..errors import ConnectorRegistryError
 from .descriptor import ConnectorDescriptor
 
 GROUP = "dsms.connectors"
 
 _lock = threading.Lock()
 _loaded: dict[str, ConnectorDescriptor] | None = None  # name and alias -> descriptor
-
-
-class ConnectorRegistryError(DsmsError):
-    """A connector entry point cannot be loaded, or two connectors claim one name."""
 
 
 def _load() -> dict[str, ConnectorDescriptor]:
