@@ -156,7 +156,7 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if route not in src.descriptor.read_routes:
+            if not src.descriptor.batch_readable:
                 # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
                 raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
             if not src.bounded and not (streaming or history):
