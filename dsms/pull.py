@@ -28,9 +28,9 @@ from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
 from .planner.physical import BATCH
 from .planner.timeutil import node_span
 from .planner.types import Schema
+from .runtime.connectors.memory import Select
 from .runtime.duck import Duck
 from .runtime.memory import MemoryLog
-from .runtime.scheduler import Select
 from .runtime.session import run_bounded
 
 

@@ -260,7 +260,7 @@ def test_the_batch_routes_refuse_kafka_naming_the_runtime(kafka_broker):
     engine.execute(f"CREATE STREAM s (v INT) WITH ({kafka_with(kafka_broker, 'anything', **{'scan.bounded.mode': 'latest-offset'})})")
     for route in ("duckdb", "spark"):
         engine.execute(f"SET 'engine' = '{route}'")
-        with pytest.raises(dsms.DsmsError, match=r"connector 'kafka' is read by the runtime route only.*"
+        with pytest.raises(dsms.DsmsError, match=r"cannot read 's' \(connector 'kafka'\): the batch routes read files only.*"
                                                  r"SET 'engine' = 'runtime'"):
             engine.query("SELECT v FROM s")
     engine.close()

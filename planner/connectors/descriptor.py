@@ -148,8 +148,10 @@ class ConnectorDescriptor:
         tables: a source may be a TABLE with a PRIMARY KEY (read as changes by key).
         bounded: whether a source with these options ends (lower-case keys).
         bounded_note: the same for people: ``yes``, ``no``, ``unless watch = 'true'``.
-        read_routes: the routes that can read it as a source. (A sink is written on every route:
-            the route hands its result batches to the writer ``open_sink`` made.)
+        batch_readable: the batch routes (DuckDB, Spark and any registered one) can read it as a
+            source, through the file readers of ``runtime/batch_read.py``; otherwise only the runtime
+            reads it. (A sink is written on every route: a route hands its result batches to the
+            writer ``open_sink`` made.)
         replayable: an unbounded source whose history a batch route can read before the
             runtime continues from where it stopped (backfill, the continuous Spark route).
         insertable: ``INSERT INTO`` and ``Engine.insert`` feed it.
@@ -175,7 +177,7 @@ class ConnectorDescriptor:
     tables: bool = False
     bounded: Callable[[Mapping[str, str]], bool] = never_bounded
     bounded_note: str = "no"
-    read_routes: tuple[str, ...] = ("runtime",)
+    batch_readable: bool = False
     replayable: bool = False
     insertable: bool = False
     collects: bool = False

@@ -36,7 +36,7 @@ def connector_markdown(d: ConnectorDescriptor) -> str:
     facts = [f"**{' and '.join(d.kinds)}**"]
     if d.source:
         facts.append(f"bounded: {d.bounded_note}")
-        facts.append(f"read by the {', '.join(d.read_routes)} route{'s' if len(d.read_routes) > 1 else ''}")
+        facts.append("read on every route" if d.batch_readable else "read by the runtime route only")
     if d.tables:
         facts.append("streams and tables with a PRIMARY KEY")
     if d.insertable:

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from ...planner.catalog import SinkDef, SourceDef
 from ...planner.connectors import ConnectorDescriptor
-from .base import ReadRequest, SinkError, SinkWriter, SourceContext, SourceError, SourceReader, WriteRequest
+from ..errors import SinkError, SourceError
+from .base import ReadRequest, SinkWriter, SourceContext, SourceReader, WriteRequest
 
 
 def runtime_module(descriptor: ConnectorDescriptor, function: str, name: str):
