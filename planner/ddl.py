@@ -25,11 +25,29 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
     Returns:
         the connector's descriptor.
     """
-    span, src = stmt.span, stmt.source
 
     def error(message: str, help: str | None = None) -> SqlError:
-        return SqlError(Diagnostic(message, span, src, help=help))
+        return SqlError(Diagnostic(message, stmt.span, stmt.source, help=help))
 
+    descriptor = _connector_of(options, role, error)
+    allowed = descriptor.options_for(role)
+    for key, value in options.items():
+        if key != "connector":
+            _check_option(descriptor, allowed, role, key, value, error)
+    for option in allowed:
+        if option.required and option.name not in options:
+            raise error(f"the {descriptor.name} connector needs '{option.name}'",
+                        help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
+    if descriptor.check is not None:
+        try:
+            descriptor.check(options, schema, role)
+        except OptionError as e:
+            raise error(str(e), help=e.help) from None
+    return descriptor
+
+
+def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
+    """The descriptor ``connector = '...'`` names, if it can play ``role``."""
     what = "a source" if role == "source" else "a sink"
     name = options.get("connector")
     if name is None:
@@ -42,36 +60,25 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
         can = [n for d in connectors() if role in d.kinds for n in d.names]
         raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
                     help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
-    allowed = descriptor.options_for(role)
-    by_name = {o.name: o for o in allowed}
-    for key, value in options.items():
-        if key == "connector":
-            continue
-        option = by_name.get(key) or next((o for o in allowed if o.is_pattern and o.matches(key)), None)
-        if option is None:
-            other = descriptor.option(key)
-            if other is not None:
-                raise error(f"option '{key}' of connector '{descriptor.name}' is for "
-                            f"{'sources' if role == 'sink' else 'sinks'} only")
-            raise error(f"unknown option '{key}' for connector '{descriptor.name}'",
-                        help=did_you_mean(key, [o.name for o in allowed]))
-        problem = option.check(value)
-        if problem is not None and key == "format":
-            reads = "reads" if role == "source" else "writes"
-            raise error(f"invalid value '{value}' for option 'format': the {descriptor.name} connector {reads} "
-                        + ", ".join(option.values))
-        if problem is not None:
-            raise error(problem)
-    for option in allowed:
-        if option.required and option.name not in options:
-            raise error(f"the {descriptor.name} connector needs '{option.name}'",
-                        help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
-    if descriptor.check is not None:
-        try:
-            descriptor.check(options, schema, role)
-        except OptionError as e:
-            raise error(str(e), help=e.help) from None
     return descriptor
+
+
+def _check_option(descriptor: ConnectorDescriptor, allowed, role: str, key: str, value: str, error) -> None:
+    option = next((o for o in allowed if o.name == key), None) or \
+        next((o for o in allowed if o.is_pattern and o.matches(key)), None)
+    if option is None:
+        if descriptor.option(key) is not None:
+            raise error(f"option '{key}' of connector '{descriptor.name}' is for "
+                        f"{'sources' if role == 'sink' else 'sinks'} only")
+        raise error(f"unknown option '{key}' for connector '{descriptor.name}'",
+                    help=did_you_mean(key, [o.name for o in allowed]))
+    problem = option.check(value)
+    if problem is not None and key == "format":
+        reads = "reads" if role == "source" else "writes"
+        raise error(f"invalid value '{value}' for option 'format': the {descriptor.name} connector {reads} "
+                    + ", ".join(option.values))
+    if problem is not None:
+        raise error(problem)
 
 
 def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = None) -> Catalog:
