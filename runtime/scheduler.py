@@ -22,7 +22,6 @@ from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
 from .connectors.base import SourceContext, SourceReader
 from .connectors.factory import open_source, read_request
-from .connectors.memory import Select  # noqa: F401 - dsms.pull reads memory logs through it
 from .duck import Duck
 from .job import Job, Output
 from .memory import MemoryLog

@@ -16,10 +16,10 @@ def open_source(req: ReadRequest, ctx: SourceContext) -> SourceReader:
     src = ctx.source
     mode = req.options.get("scan.startup.mode", "earliest-offset")
     reader = ctx.memory_log(src).reader(mode, req.batch_rows)
-    return Select(reader, list(req.schema.names) + ([OP] if src.kind == "table" else []))
+    return _Select(reader, list(req.schema.names) + ([OP] if src.kind == "table" else []))
 
 
-class Select(ReaderWrapper):
+class _Select(ReaderWrapper):
     """A reader that keeps only some columns of another reader's batches."""
 
     def __init__(self, reader, columns: list[str]):
