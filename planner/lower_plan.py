@@ -162,10 +162,9 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if route not in src.descriptor.read_routes:
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
-                              f"connector '{src.connector}' is read by the {' and '.join(src.descriptor.read_routes)} "
-                              f"route{'s' if len(src.descriptor.read_routes) > 1 else ''} only")
+            if not src.descriptor.batch_readable:
+                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")

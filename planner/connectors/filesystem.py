@@ -31,6 +31,6 @@ DESCRIPTOR = ConnectorDescriptor(
         Option("csv.delimiter", default=",", help="the CSV field separator, one character ('\\t' for a tab)"),
     ),
     bounded=_bounded, bounded_note="unless watch = 'true'",
-    read_routes=("runtime", "duckdb", "spark"),
+    batch_readable=True,
     replayable=True,
 )
