@@ -357,9 +357,10 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     jobs = engine.scheduler.jobs
     events = events_read(engine)
     late: dict[str, int] = {}
-    for j in jobs.values():
-        for name, n in j.late.items():
-            late[name] = max(late.get(name, 0), n)
+    for qid, j in jobs.items():
+        for name, n in j.late.items():  # a source's count is shared by its queries; an operator's is its own
+            key = f"{qid} {name}" if name.startswith("#") else name
+            late[key] = max(late.get(key, 0), n)
     skipped = {}
     for j in jobs.values():
         for _, s in j.sources:
@@ -371,7 +372,7 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     total_late = sum(late.values())
     parts.append(f"late events dropped: {total_late:,}" +
                  (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else "") +
-                 ("; not counted on the spark route" if any(not getattr(j, "late_counted", True)
+                 ("; not all counted on the batch routes (docs/time.md)" if any(not getattr(j, "late_counted", True)
                                                              for j in jobs.values()) else ""))
     if skipped:
         parts.append("malformed rows skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()))

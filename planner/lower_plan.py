@@ -56,7 +56,7 @@ from .lower_scan import ScanSpec, scan_select, scan_spec, table_state
 from .lower_sql import DIALECTS, ORDER, RUNTIME, LoweringRefused, alias, c, cast, table
 from .lower_stream import check_stream, streaming_nodes
 from .lower_window import lower_aggregate, lower_window_aggregate, lower_window_tvf
-from .physical_plan import required_columns, scans_under_event_time
+from .physical_plan import required_columns, scans_judged_per_window, scans_under_event_time
 from .physical_window import time_kinds
 from .sqlgen import typed
 from .types import Schema
@@ -187,6 +187,7 @@ class _Lowering:
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
         self.timed = scans_under_event_time(root)
+        self.window_judged = frozenset(scans_judged_per_window(root))
         self.ctes: list[tuple[str, exp.Expression]] = []
         self.uses: dict[str, int] = {}
         self.done: dict[int, Rel] = {}
@@ -298,9 +299,10 @@ class _Lowering:
     # -- scans --------------------------------------------------------------------------------
 
     def scan(self, node: L.Scan | LateScan, keep_op: bool = False) -> Rel:
-        spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed)
+        spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed,
+                         self.window_judged)
         if self.streaming(node):  # Spark's watermark judges late events of a stream
-            spec = replace(spec, drop_late=False, streaming=True)
+            spec = replace(spec, drop_late=False, per_window=False, streaming=True)
         self.scans.append(spec)
         names = node.schema.names
         query = scan_select(spec, node.schema, self.per_file_max, self.cte, keep_op=keep_op)

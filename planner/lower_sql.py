@@ -28,7 +28,10 @@ from .types import to_sql_type
 
 DIALECTS = ("duckdb", "spark")
 FILE, ROW, MAX_BEFORE, OP = "__file", "__row", "__mx", "__op"  # columns every scan relation carries
-ORDER = (FILE, ROW)  # source order: the file's place in the source, the row's place in the file
+ARRIVAL_WM = "__wm"  # the watermark (less the allowed lateness) as it stood when the row arrived; NULL: not judged
+# Source order (the file's place in the source, the row's place in the file), and the watermark at arrival,
+# against which the operators that judge lateness per window compare each row's windows.
+ORDER = (FILE, ROW, ARRIVAL_WM)
 RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
 
 
@@ -134,3 +137,10 @@ def rows_frame(preceding: int | None, end: str = "CURRENT ROW", kind: str = "ROW
 
 def row_number(partition: list[exp.Expression], order: list[exp.Ordered]) -> exp.Window:
     return window(exp.RowNumber(), partition, order)
+
+
+def open_window(end: exp.Expression) -> exp.Expression:
+    """Whether a row's window ``[.., end)`` (microseconds) was still open when the row arrived: ``end`` above
+    the watermark at arrival, ``__wm`` (Flink's window operators drop a row only from windows that fired)."""
+    return exp.Paren(this=exp.Or(this=exp.Is(this=c(ARRIVAL_WM), expression=exp.Null()),
+                                 expression=exp.GT(this=end, expression=c(ARRIVAL_WM))))

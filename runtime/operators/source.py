@@ -12,8 +12,19 @@ on how the input is cut into batches::
     watermark     -   5   9   9   9  15
     late                      ^       ^        (3 < 9, 9 < 15)
 
-Late events are dropped from the stream, counted, and kept in the
-source's late log, which a user can read as a stream.
+Where the operators above judge late events per window (``spec.per_window``:
+window aggregates, window Top-N), the source drops nothing. It cuts its
+batch before each event behind the watermark and hands the job the
+watermark to advance to at each cut (``cuts``), so that every operator
+sees each event with the watermark as it stood when the event arrived,
+whatever the batch sizes::
+
+    ts           10  70  20  25  80  30        (bound 5)
+    watermark     -   5  65  65  65  75
+    pieces       [10  70][20  25  80][30]       advance to 65 before 20, to 75 before 30
+
+Otherwise late events are dropped from the stream, counted, and kept in
+the source's late log, which a user can read as a stream.
 """
 
 from __future__ import annotations
@@ -86,6 +97,8 @@ class SourceLogic:
         # have passed are late (judged here, like all lateness).
         self.floor = env.state.value(spec.id, "late_floor", MIN_WATERMARK)
         self.follows_clock = spec.clock_watermark
+        # (row, watermark): before row ``row`` of the last batch the job advances the watermark (per_window)
+        self.cuts: list[tuple[int, int]] = []
 
     @property
     def idle(self) -> bool:
@@ -117,6 +130,7 @@ class SourceLogic:
         if raw is None:
             self.finished = True
             return None
+        self.cuts = []
         if raw.num_rows == 0:
             return raw
         self.rows_read += raw.num_rows
@@ -133,7 +147,15 @@ class SourceLogic:
 
     def _drop_late(self, table: pa.Table) -> pa.Table:
         ts, retracting = event_times(table, self.spec.time_column, self.name)
-        before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
+        start = self.max_ts.value
+        before, self.max_ts.value = running_max_before(ts, start)
+        if self.spec.per_window:
+            late = ts < self.floor.value - self.spec.lateness_us  # behind what consumers passed while idle
+            if retracting is not None:
+                late &= ~retracting
+            kept = table.filter(pa.array(~late)) if late.any() else table
+            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us)
+            return self._count_late(table, late, kept)
         threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
                                self.floor.value - self.spec.lateness_us)
         late = ts < threshold
@@ -143,7 +165,33 @@ class SourceLogic:
             return table.filter(pa.array(late))
         if not self.spec.drop_late or not late.any():
             return table
-        self.late += int(late.sum())
-        if self.late_log is not None:
-            self.late_log.append(table.filter(pa.array(late)))
-        return table.filter(pa.array(~late))
+        return self._count_late(table, late, table.filter(pa.array(~late)))
+
+    def _count_late(self, table: pa.Table, late: np.ndarray, kept: pa.Table) -> pa.Table:
+        if late.any():
+            self.late += int(late.sum())
+            if self.late_log is not None:
+                self.late_log.append(table.filter(pa.array(late)))
+        return kept
+
+
+def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int) -> list[tuple[int, int]]:
+    """Where to advance the watermark within a batch: before each event behind it, to its value then.
+
+    ``before``: the largest time before each event (``start`` before the
+    batch). Only events behind the watermark can be late for a window, and
+    only the watermark's value at each of them matters, so consecutive
+    late events under one watermark share a cut.
+    """
+    if len(ts) == 0 or start == MIN_WATERMARK and before[-1] == MIN_WATERMARK:
+        return []
+    watermark = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - delay_us)
+    first = MIN_WATERMARK if start == MIN_WATERMARK else start - delay_us
+    behind = np.nonzero((ts < watermark) & (watermark > first))[0]
+    if len(behind) == 0:
+        return []
+    marks = watermark[behind]
+    new = np.empty(len(behind), dtype=bool)
+    new[0] = True
+    np.not_equal(marks[1:], marks[:-1], out=new[1:])
+    return [(int(row), int(mark)) for row, mark in zip(behind[new], marks[new])]

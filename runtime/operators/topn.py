@@ -26,19 +26,19 @@ from ...planner.physical import OP
 from ...planner.physical_stream import TopNOp
 from ...planner.sqlgen_topn import RANK, SEQ
 from ..duck import conform
-from .base import MIN_WATERMARK, Env, Logic
+from .base import MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
 from .source import int64_values
 
 
-class TopNLogic(Logic):
+class TopNLogic(CountsLate, Logic):
     def __init__(self, spec: TopNOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.seq = env.state.value(spec.id, "seq", 0)
         self.panes = env.state.panes(spec.id, "rows")
-        self.late_dropped = 0
+        self.count_late(env, spec.id)
         self.columns = list(spec.columns)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema) if spec.emit_sql else None

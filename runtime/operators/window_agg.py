@@ -18,6 +18,18 @@ many windows it belongs to::
     window [1,4) = p1+p2+p3             |==========|
 
 Empty windows are not emitted (as in Flink).
+
+Late events, as Flink's ``SlicingWindowAggProcessor`` judges them: an
+event counts in every window of its pane that had not fired when it
+arrived (the watermark then is below the window's end). So an event
+behind the watermark still counts in open windows, and a HOP event may be
+late for its earlier windows and on time for its later ones (those are
+assembled from its pane after it arrived). An event whose every window
+had fired (its pane's last window end is at or below the watermark) is
+dropped and counted in ``late_dropped``::
+
+    TUMBLE 1 min, bound 5 s, events at :10 :30 :20 -> watermark :25 when :20 arrives
+    window [0, 60) is open: it counts 3 events
 """
 
 from __future__ import annotations
@@ -27,16 +39,16 @@ import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run cos
 import pyarrow.compute as pc
 
 from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import OP, PANE, WindowAggOp
+from ...planner.physical import OP, PANE, ROWS_COLUMN, WindowAggOp
 from ..duck import conform
-from .base import MIN_WATERMARK, Env, Logic
+from .base import MIN_WATERMARK, CountsLate, Env, Logic
 
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
 _WS, _WE = "__ws", "__we"
 
 
-class WindowAggLogic(Logic):
+class WindowAggLogic(CountsLate, Logic):
     def __init__(self, spec: WindowAggOp, env: Env):
         self.spec = spec
         self.duck = env.duck
@@ -45,6 +57,9 @@ class WindowAggLogic(Logic):
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.group = [*spec.keys, *spec.distinct_columns]
         self.merges = [(column, how) for a in spec.aggs for column, how in a.partials if how != "distinct"]
+        self.merges.append((ROWS_COLUMN, "sum"))
+        self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
+        self.count_late(env, spec.id)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])  # the rows, without a changelog column
 
     @property
@@ -68,12 +83,29 @@ class WindowAggLogic(Logic):
         partial = self.duck.run(self.spec.partial_sql, batch)
         if partial.num_rows == 0:
             return []
+        partial = self._drop_late(partial)
+        if partial.num_rows == 0:
+            return []
         self.panes.add_split(partial.column(PANE), partial.drop_columns([PANE]))
         touched = pc.unique(partial.column(PANE)).to_pylist()
         for key in touched:
             if self.panes.pieces(key) >= COMPACT_AT:
                 self.panes.compact(key, self._merge_partials)
         return touched
+
+    def _drop_late(self, partial: pa.Table) -> pa.Table:
+        """The partial rows of panes that some open window still needs; the others' events are counted."""
+        fired = self.fired.value
+        if fired == MIN_WATERMARK:
+            return partial
+        w = self.window
+        unit = w.slide if w.kind == "HOP" else w.size  # a pane's last window starts at its floor to this
+        panes = partial.column(PANE).to_numpy()
+        late = pa.array(panes - (panes - w.offset) % unit + w.size + self.lateness <= fired)
+        if not pc.any(late).as_py():
+            return partial
+        self.late_dropped += int(pc.sum(partial.column(ROWS_COLUMN).filter(late)).as_py())
+        return partial.filter(pc.invert(late))
 
     def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
         table = pa.concat_tables(tables)
