@@ -29,8 +29,8 @@ Example:
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
     >>> lowered = lower_plan(p.optimized, "spark")
-    >>> [(s.relation, s.source.name, s.drop_late) for s in lowered.scans]
-    [('__scan0', 's', True)]
+    >>> [(s.relation, s.source.name, s.drop_late, s.per_window) for s in lowered.scans]  # the window judges
+    [('__scan0', 's', False, True)]
     >>> print(lowered.sql(pretty=True).splitlines()[-4:])  # the last CTE is the query's SELECT list
     ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`']
 """

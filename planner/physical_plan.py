@@ -411,12 +411,26 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
             if not clean:
                 other.add(id(node))
             return
-        below = clean and (judges_per_window(node) or not uses_event_time(node))
+        # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
+        # how they interleave: the scans below judge at the source, against their own watermark.
+        below = clean and len(node.inputs) <= 1 and (
+            judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
         for child in node.inputs:
             visit(child, below, seen)
 
     visit(root, True, set())
     return timed - other
+
+
+def _reads_a_window_judge(node: L.Node) -> bool:
+    """A CQL snapshot operator over a window aggregate: the window judges lateness, the snapshot reads its
+    results (which are never late)."""
+    if not isinstance(node, SnapshotDiff):
+        return False
+    below = node.input
+    while not judges_per_window(below) and len(below.inputs) == 1 and not uses_event_time(below):
+        below = below.inputs[0]
+    return judges_per_window(below)
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
