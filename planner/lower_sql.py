@@ -22,6 +22,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from .logical import WINDOW_TIME_OFFSET_US
 from .physical_plan import UnsupportedPlan
 from .sqlgen import floor_to, lit
 from .types import to_sql_type
@@ -140,7 +141,9 @@ def row_number(partition: list[exp.Expression], order: list[exp.Ordered]) -> exp
 
 
 def open_window(end: exp.Expression) -> exp.Expression:
-    """Whether a row's window ``[.., end)`` (microseconds) was still open when the row arrived: ``end`` above
-    the watermark at arrival, ``__wm`` (Flink's window operators drop a row only from windows that fired)."""
+    """Whether a row's window ``[.., end)`` (microseconds) was still open when the row arrived: its last
+    millisecond (window_time) above the watermark at arrival, ``__wm`` (Flink's window operators drop a row
+    only from windows that fired, ``TimeWindowUtil.isWindowFired``)."""
+    last = exp.Sub(this=end, expression=lit(WINDOW_TIME_OFFSET_US))
     return exp.Paren(this=exp.Or(this=exp.Is(this=c(ARRIVAL_WM), expression=exp.Null()),
-                                 expression=exp.GT(this=end, expression=c(ARRIVAL_WM))))
+                                 expression=exp.GT(this=last, expression=c(ARRIVAL_WM))))

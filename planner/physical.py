@@ -49,6 +49,9 @@ class SourceOp(OpSpec):
     # The operators above judge late events per window: keep every event, and cut batches before events
     # behind the watermark so that they see it as it stood when each arrived.
     per_window: bool = False
+    # (width, offset) of the window grids of those operators: an event exactly at the watermark is late for
+    # a window ending 1 ms after it (the window fired at its last millisecond), so the source cuts there too.
+    window_grids: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -203,7 +203,8 @@ class _Planner(JoinPlanning):
                         clock_watermark=self.processing_time and not late_only,
                         idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
                         drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
-                        per_window=not late_only and id(node) in self.window_judged)
+                        per_window=not late_only and id(node) in self.window_judged,
+                        window_grids=window_grids(self.root) if id(node) in self.window_judged else ())
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -420,6 +421,23 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
 
     visit(root, True, set())
     return timed - other
+
+
+def window_grids(root: L.Node) -> tuple[tuple[int, int], ...]:
+    """The (width, offset) of every window grid that an operator judging lateness per window uses: every
+    window end lies on one."""
+    grids = []
+    for n in L.walk(root):
+        if not judges_per_window(n):
+            continue
+        spec = n.window if isinstance(n, L.WindowAggregate) else None
+        below = n.input
+        while spec is None and below is not None:
+            spec = below.window if isinstance(below, L.WindowTVF) else None
+            below = below.inputs[0] if len(below.inputs) == 1 else None
+        if spec is not None and (spec.pane, spec.offset) not in grids:
+            grids.append((spec.pane, spec.offset))
+    return tuple(grids)
 
 
 def _reads_a_window_judge(node: L.Node) -> bool:

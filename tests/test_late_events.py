@@ -96,6 +96,15 @@ def test_windows_with_an_offset_are_judged_by_their_own_ends(tmp_path, route):
     assert run(path, sql, route) == [(15, 3), (75, 1)]
 
 
+def test_a_window_has_fired_once_the_watermark_reaches_its_last_millisecond(tmp_path, route):
+    # As Flink (TimeWindowUtil.isWindowFired: watermark >= end - 1 ms). After :14.999 the watermark is
+    # :09.999, the last millisecond of [0, 10): :09.999 and :09.000 arrive late; after :30, :16 is late too.
+    path = write(tmp_path, [1, 14.999, 9.999, 9.0, 30, 16, 2])
+    sql = ("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+           "GROUP BY window_start, window_end")
+    assert run(path, sql, route) == [(0, 1), (10, 1), (30, 1)]
+
+
 def test_group_windows_judge_late_events_per_window(tmp_path, route):
     path = write(tmp_path, [10, 30, 20, 70, 40, 130, 65])
     sql = "SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, COUNT(*) AS n FROM s GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE)"

@@ -301,7 +301,7 @@ def test_only_queries_that_act_on_event_time_drop_late_events():
     assert windowed.job.late == {"ev": 0, "#1 WindowAggregate": data.num_rows - counted.num_rows}
 
 
-def test_each_window_is_emitted_once_when_the_watermark_passes_its_end():
+def test_each_window_is_emitted_once_when_the_watermark_reaches_its_last_millisecond():
     engine = dsms.Engine()
     engine.execute(DDL)
     q = engine.query("""SELECT window_start, k, COUNT(*) AS n
@@ -310,19 +310,23 @@ def test_each_window_is_emitted_once_when_the_watermark_passes_its_end():
     def at(seconds, k="a"):
         return {"k": k, "v": 1, "price": 1.0, "ts": BASE + dt.timedelta(seconds=seconds)}
 
-    # Window [12:00:00, 12:00:10) closes when the watermark (max ts - 5 s) reaches 12:00:10.
+    # Window [12:00:00, 12:00:10) closes when the watermark (max ts - 5 s) reaches its last millisecond,
+    # 12:00:09.999 (its window_time), as Flink's windows do.
     engine.insert("ev", [at(1), at(9.999), at(10)])
+    engine.run_until_idle()
+    assert q.poll().num_rows == 0
+    engine.insert("ev", [at(14.998)])
     engine.run_until_idle()
     assert q.poll().num_rows == 0
     engine.insert("ev", [at(14.999)])
     engine.run_until_idle()
-    assert q.poll().num_rows == 0
-    engine.insert("ev", [at(15, "b")])
-    engine.run_until_idle()
     assert q.poll().to_pylist() == [{"op": "+I", "window_start": BASE, "k": "a", "n": 2}]
+    engine.insert("ev", [at(15, "b"), at(9.999, "c")])  # c: its window had fired, so it is late
+    engine.run_until_idle()
+    assert q.poll().num_rows == 0 and q.job.late["#1 WindowAggregate"] == 1
     # A stream that ends mid-window: the last window is flushed at end of input.
     engine.end_input()
     engine.run_until_idle()
     flushed = q.poll().to_pylist()
-    assert sorted((r["k"], r["n"]) for r in flushed) == [("a", 2), ("b", 1)]
+    assert sorted((r["k"], r["n"]) for r in flushed) == [("a", 3), ("b", 1)]  # [10 s, 20 s)
     assert q.done

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ...planner.logical import WINDOW_TIME_OFFSET_US
 from ...planner.physical import OP, SourceOp
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
@@ -154,7 +155,7 @@ class SourceLogic:
             if retracting is not None:
                 late &= ~retracting
             kept = table.filter(pa.array(~late)) if late.any() else table
-            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us)
+            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us, self.spec.window_grids)
             return self._count_late(table, late, kept)
         threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
                                self.floor.value - self.spec.lateness_us)
@@ -175,19 +176,30 @@ class SourceLogic:
         return kept
 
 
-def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int) -> list[tuple[int, int]]:
+def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
+          grids: tuple[tuple[int, int], ...] = ()) -> list[tuple[int, int]]:
     """Where to advance the watermark within a batch: before each event behind it, to its value then.
 
     ``before``: the largest time before each event (``start`` before the
-    batch). Only events behind the watermark can be late for a window, and
-    only the watermark's value at each of them matters, so consecutive
-    late events under one watermark share a cut.
+    batch). Only events behind the watermark can be late for a window (and
+    one exactly at it, when a window of ``grids`` ends 1 ms later: windows
+    fire at their last millisecond), and only the watermark's value at each
+    of them matters, so consecutive late events under one watermark share a
+    cut.
     """
     if len(ts) == 0 or start == MIN_WATERMARK and before[-1] == MIN_WATERMARK:
         return []
     watermark = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - delay_us)
     first = MIN_WATERMARK if start == MIN_WATERMARK else start - delay_us
-    behind = np.nonzero((ts < watermark) & (watermark > first))[0]
+    behind = ts < watermark
+    if grids:
+        at = ts == watermark
+        if at.any():
+            last_ms = np.zeros(len(ts), dtype=bool)
+            for width, offset in grids:
+                last_ms |= (ts + WINDOW_TIME_OFFSET_US - offset) % width == 0
+            behind |= at & last_ms
+    behind = np.nonzero(behind & (watermark > first))[0]
     if len(behind) == 0:
         return []
     marks = watermark[behind]

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...planner.logical import WINDOW_TIME_OFFSET_US
 from ...planner.physical import OP
 from ...planner.physical_stream import TopNOp
 from ...planner.sqlgen_topn import RANK, SEQ
@@ -65,7 +66,8 @@ class TopNLogic(CountsLate, Logic):
         rows = batch.select(self.columns)
         if kind == "window":
             ends = pc.cast(rows.column(self.spec.window_end), pa.int64())
-            late = pc.less_equal(ends, self.fired.value)
+            # Late when its window had fired: the watermark at its last millisecond (window_time), as Flink.
+            late = pc.less_equal(pc.subtract(ends, WINDOW_TIME_OFFSET_US), self.fired.value)
             if pc.any(late).as_py():
                 self.late_dropped += int(pc.sum(late).as_py())
                 rows, ends = rows.filter(pc.invert(late)), ends.filter(pc.invert(late))

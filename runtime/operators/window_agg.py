@@ -3,7 +3,7 @@
 Input delta -> output delta::
 
     batch   : rows (ts, keys, values)           -> nothing (state grows)
-    watermark W : every window [s, e) with e <= W not yet emitted
+    watermark W : every window [s, e) with e - 1 ms <= W not yet emitted
                   -> one row per (window, key), then its panes are freed
 
 Each batch is aggregated once by the planner's partial SQL into rows per
@@ -24,9 +24,10 @@ event counts in every window of its pane that had not fired when it
 arrived (the watermark then is below the window's end). So an event
 behind the watermark still counts in open windows, and a HOP event may be
 late for its earlier windows and on time for its later ones (those are
-assembled from its pane after it arrived). An event whose every window
-had fired (its pane's last window end is at or below the watermark) is
-dropped and counted in ``late_dropped``::
+assembled from its pane after it arrived). As in Flink, a window has
+fired once the watermark reaches its last millisecond (window_time, its
+end - 1 ms). An event whose every window had fired is dropped and counted
+in ``late_dropped``::
 
     TUMBLE 1 min, bound 5 s, events at :10 :30 :20 -> watermark :25 when :20 arrives
     window [0, 60) is open: it counts 3 events
@@ -41,7 +42,7 @@ import pyarrow.compute as pc
 from ...planner.logical import WINDOW_TIME_OFFSET_US
 from ...planner.physical import OP, PANE, ROWS_COLUMN, WindowAggOp
 from ..duck import conform
-from .base import MIN_WATERMARK, CountsLate, Env, Logic
+from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
@@ -71,11 +72,11 @@ class WindowAggLogic(CountsLate, Logic):
         return []
 
     def next_fire_time(self) -> int | None:
-        fired = self.fired.value
+        fired = self._reach(self.fired.value)
         for pane in self.panes.keys():  # the earliest pane has the earliest window end
             ends = [end for _, end in self.window.windows_of_pane(pane) if end > fired]
             if ends:
-                return min(ends)
+                return min(ends) - WINDOW_TIME_OFFSET_US
         return None
 
     def _add(self, batch: pa.Table) -> list[int]:
@@ -101,7 +102,7 @@ class WindowAggLogic(CountsLate, Logic):
         w = self.window
         unit = w.slide if w.kind == "HOP" else w.size  # a pane's last window starts at its floor to this
         panes = partial.column(PANE).to_numpy()
-        late = pa.array(panes - (panes - w.offset) % unit + w.size + self.lateness <= fired)
+        late = pa.array(panes - (panes - w.offset) % unit + w.size + self.lateness <= self._reach(fired))
         if not pc.any(late).as_py():
             return partial
         self.late_dropped += int(pc.sum(partial.column(ROWS_COLUMN).filter(late)).as_py())
@@ -116,21 +117,28 @@ class WindowAggLogic(CountsLate, Logic):
         fired = self.fired.value
         if watermark <= fired:
             return []
+        # A window fires when the watermark reaches its last millisecond, window_time (Flink's isWindowFired).
+        reach, done = self._reach(watermark), self._reach(fired)
         ready: set[tuple[int, int]] = set()
         for pane in self.panes.keys():
-            if pane >= watermark:
+            if pane >= reach:
                 break  # every window of this pane (and of later ones) ends after the watermark
             for start, end in self.window.windows_of_pane(pane):
-                if fired < end <= watermark:
+                if done < end <= reach:
                     ready.add((start, end))
         out = [self._emit(sorted(ready, key=lambda w: (w[1], w[0])))] if ready else []
         for pane in self.panes.keys():
-            if pane >= watermark:
+            if pane >= reach:
                 break
-            if self.window.pane_expiry(pane) <= watermark:
+            if self.window.pane_expiry(pane) <= reach:
                 self.panes.pop(pane)
         self.fired.value = watermark
         return out
+
+    @staticmethod
+    def _reach(watermark: int) -> int:
+        """The largest window end that has fired at ``watermark``."""
+        return watermark + WINDOW_TIME_OFFSET_US if MIN_WATERMARK < watermark < MAX_WATERMARK else watermark
 
     def _emit(self, windows: list[tuple[int, int]]) -> pa.Table:
         pane = self.window.pane
