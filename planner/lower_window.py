@@ -122,7 +122,8 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     if src.ordered and w.kind != "SESSION":  # each row counts in the windows still open when it arrived
         query = query.where(open_window(c(WE)))
     if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
-        seam = exp.LTE(this=c(WE), expression=lw.watermark_at_seam(node.input))
+        # fired by then: the watermark reached the window's last millisecond (as WindowAggLogic fires)
+        seam = exp.LTE(this=minus(c(WE), L.WINDOW_TIME_OFFSET_US), expression=lw.watermark_at_seam(node.input))
         query = query.where(and_(query.args["where"].this, seam) if query.args.get("where") else seam)
     return lw.add(query, node.schema.names)
 
