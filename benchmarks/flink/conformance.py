@@ -148,10 +148,6 @@ AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires:
                "precision is out of range (the non-windowed AVG is right)")
 DECIMAL_LITERAL = ("a literal with a decimal point (3.0) is a DECIMAL in Flink, so INT / 3.0 is a DECIMAL(p, 6) "
                    "rounded to 6 places and INT * 1.5 a DECIMAL; dsms reads the literal as a DOUBLE")
-LATE_AT_SOURCE = ("dsms drops late events where they enter, for every query on the source (docs/time.md); "
-                  "Flink drops late events only in window operators, so a query without a window "
-                  "sees them. The rows only in Flink are the 8 late events of ev.")
-
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
@@ -234,9 +230,10 @@ CASES = [
      "sql": """SELECT SPLIT_INDEX(url, '/', 2) AS host, v % 3 AS r, COUNT(*) AS n FROM ev2
                GROUP BY SPLIT_INDEX(url, '/', 2), v % 3"""},
     {"name": "select_distinct", "sql": "SELECT DISTINCT k, v / 25 AS bucket FROM ev2"},
-    {"name": "group_by_late_events", "known": {"rows": LATE_AT_SOURCE, "types": SUM_INT},
+    # Queries without a window keep late events, in both (only operators that fire on the watermark drop).
+    {"name": "group_by_late_events", "known": {"types": SUM_INT},
      "sql": "SELECT k, COUNT(*) AS n, SUM(v) AS sv FROM ev GROUP BY k"},
-    {"name": "projection_late_events", "known": {"rows": LATE_AT_SOURCE},
+    {"name": "projection_late_events",
      "sql": "SELECT id, k, ts FROM ev"},
     # An event at the watermark in a window's last millisecond (edge.jsonl, id 3): both fire the window when
     # the watermark reaches window_end - 1 ms, and drop it.
@@ -264,7 +261,7 @@ CASES = [
                   FROM {tvf('TUMBLE', 'ooo', M1)}) WHERE rn <= 2"""},
     {"name": "late_tvf_rows_kept", "sql": f"SELECT id, window_start FROM {tvf('TUMBLE', 'ooo', M1)}"},
     # Window properties survive renames and regrouping: append-only results.
-    {"name": "regrouped_window_renamed", "known": {"types": SUM_INT},
+    {"name": "regrouped_window_renamed",
      "views": [f"""CREATE VIEW per_key AS SELECT window_start AS ws, window_end AS we, k, COUNT(*) AS n,
                    SUM(v) AS sv FROM {tvf('TUMBLE', 'ev2', S10)} {GROUP_W}, k"""],
      "sql": "SELECT ws, we, SUM(n) AS n, MAX(n) AS most, COUNT(*) AS keys FROM per_key GROUP BY ws, we"},
