@@ -22,26 +22,19 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from .errors import LoweringRefused  # noqa: F401 - (the lowering modules take it from here)
 from .logical import WINDOW_TIME_OFFSET_US
-from .physical_plan import UnsupportedPlan
 from .sqlgen import floor_to, lit
 from .types import to_sql_type
+from .vocabulary import OP  # noqa: F401 - (lowering modules take it from here)
 
 DIALECTS = ("duckdb", "spark")
-FILE, ROW, MAX_BEFORE, OP = "__file", "__row", "__mx", "__op"  # columns every scan relation carries
+FILE, ROW, MAX_BEFORE = "__file", "__row", "__mx"  # columns every scan relation carries (and OP for changes)
 ARRIVAL_WM = "__wm"  # the watermark (less the allowed lateness) as it stood when the row arrived; NULL: not judged
 # Source order (the file's place in the source, the row's place in the file), and the watermark at arrival,
 # against which the operators that judge lateness per window compare each row's windows.
 ORDER = (FILE, ROW, ARRIVAL_WM)
 RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
-
-
-class LoweringRefused(UnsupportedPlan):
-    """A query a route other than the runtime cannot run; the message names the operator and the route that can."""
-
-    def __init__(self, message: str, what: str = "", why: str = ""):
-        super().__init__(message)
-        self.what, self.why = what, why
 
 
 def ident(name: str) -> exp.Identifier:
