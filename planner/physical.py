@@ -101,6 +101,7 @@ class WindowAggOp(OpSpec):
     aggs: tuple[PartialAgg, ...] = ()
     partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
     distinct_columns: tuple[str, ...] = ()
+    processing_time: bool = False  # windows on processing time fire at their end (event time: at window_time)
 
 
 @dataclass(frozen=True)

@@ -291,7 +291,8 @@ class _Planner(JoinPlanning):
         partial = exp.select(*items).from_(S.subquery(inner))
         partial.set("group", group)
         fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
-                      distinct_columns=tuple(d for d in distinct if d not in node.keys))
+                      distinct_columns=tuple(d for d in distinct if d not in node.keys),
+                      processing_time=self.processing_time)
         if node.emit.updating:
             identity = ("window_start", "window_end", *node.keys)
             sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))

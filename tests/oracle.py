@@ -65,12 +65,13 @@ def arrival_watermarks(ts: list[dt.datetime], bound_s: float) -> list[dt.datetim
 
 def tumble_on_time(table: pa.Table, bound_s: float, size_s: float) -> pa.Table:
     """The rows of ``table`` that a TUMBLE of ``size_s`` (from the epoch) counts, as Flink judges them:
-    a row is dropped only when its window had fired (end <= watermark) when it arrived."""
+    a row is dropped only when its window had fired when it arrived: the watermark then at or past the
+    window's last millisecond (end - 1 ms)."""
     epoch = dt.datetime(1970, 1, 1)
     keep = []
     for t, wm in zip(table.column("ts").to_pylist(), arrival_watermarks(table.column("ts").to_pylist(), bound_s)):
         start = (t - epoch) // dt.timedelta(seconds=size_s) * dt.timedelta(seconds=size_s) + epoch
-        keep.append(wm is None or start + dt.timedelta(seconds=size_s) > wm)
+        keep.append(wm is None or start + dt.timedelta(seconds=size_s) - dt.timedelta(milliseconds=1) > wm)
     return table.filter(pa.array(keep))
 
 

@@ -221,9 +221,9 @@ HOP = "FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15
 TUMBLE10 = "SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(TUMBLE(TABLE s, " \
            "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k"
 TUMBLE10_ORACLE = f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM {{src}} GROUP BY ALL"
-# A window operator counts an event in a window that was open when it arrived (Flink's rule; ``wm``: the
-# watermark then, NULL for a source's first event).
-OPEN = "(wm IS NULL OR {end} > wm)"
+# A window operator counts an event in a window that was open when it arrived: the watermark then (``wm``,
+# NULL for a source's first event) below the window's last millisecond (Flink's rule).
+OPEN = "(wm IS NULL OR {end} - INTERVAL 1 MILLISECOND > wm)"
 INSTANTS = f"""(SELECT {tumble(5)} + INTERVAL '5 seconds' AS i0, k, wm FROM s_arr)"""
 CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 + INTERVAL '10 seconds',
                   INTERVAL '5 seconds')) AS i, k, wm FROM {instants}) WHERE {open} GROUP BY ALL)""".format(

@@ -135,10 +135,11 @@ class WindowAggLogic(CountsLate, Logic):
         self.fired.value = watermark
         return out
 
-    @staticmethod
-    def _reach(watermark: int) -> int:
-        """The largest window end that has fired at ``watermark``."""
-        return watermark + WINDOW_TIME_OFFSET_US if MIN_WATERMARK < watermark < MAX_WATERMARK else watermark
+    def _reach(self, watermark: int) -> int:
+        """The largest window end that has fired at ``watermark`` (processing-time windows: at their end)."""
+        if self.spec.processing_time or not MIN_WATERMARK < watermark < MAX_WATERMARK:
+            return watermark
+        return watermark + WINDOW_TIME_OFFSET_US
 
     def _emit(self, windows: list[tuple[int, int]]) -> pa.Table:
         pane = self.window.pane

@@ -27,8 +27,7 @@ from .window_agg import WindowAggLogic
 class WindowEmitLogic(WindowAggLogic):
     """Emits early or corrects late: a window is complete when the watermark reaches its end."""
 
-    @staticmethod
-    def _reach(watermark: int) -> int:
+    def _reach(self, watermark: int) -> int:
         return watermark
 
     def __init__(self, spec: WindowEmitOp, env: Env):
