@@ -294,10 +294,11 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     events = events_read(jobs)
     late: dict[str, int] = {}
     skipped: dict[str, int] = {}
-    for j in jobs:
-        for name, n in j.late.items():
-            late[name] = max(late.get(name, 0), n)
-        for name, n in j.skipped.items():
+    for q in statuses:
+        for name, n in q.stats.late.items():  # a source's count is shared by its queries; an operator's is its own
+            key = f"{q.id} {name}" if name.startswith("#") else name
+            late[key] = max(late.get(key, 0), n)
+        for name, n in q.stats.skipped.items():
             skipped[name] = max(skipped.get(name, 0), n)
     word = "interrupted" if interrupted else "done"
     parts = [f"{word}: {events:,} events in {elapsed:.2f} s ({events / max(elapsed, 1e-9):,.0f} events/s)"]
