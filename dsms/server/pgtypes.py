@@ -92,7 +92,9 @@ def text_column(col: pa.ChunkedArray) -> list:
         out = pc.cast(col, pa.string())
         out = pc.replace_substring(pc.replace_substring(out, "inf", "Infinity"), "nan", "NaN")
     elif oid in (TIMESTAMP, TIMESTAMPTZ):
-        out = pc.cast(col, pa.string())
+        out = pc.cast(col, pa.string())  # PostgreSQL prints no trailing zeros in the fraction
+        out = pc.replace_substring_regex(out, r"(\.\d*[1-9])0+($|Z)", r"\1\2")
+        out = pc.replace_substring_regex(out, r"\.0+($|Z)", r"\1")
         if oid == TIMESTAMPTZ:
             out = pc.replace_substring_regex(out, "Z$", "+00")
     elif oid == INTERVAL:

@@ -31,7 +31,8 @@ from .errors import (
 )
 from .feeds import Feed, Overrun
 from .inbox import Inbox
-from .pgtypes import TEXT, binary_column, decode_parameter, field_description, sql_literal, text_column
+from .param_types import infer_parameter_types
+from .pgtypes import binary_column, decode_parameter, field_description, sql_literal, text_column
 from .sqltext import bind_parameters, parameter_count, split_statements, strip_comments
 from .statements import (
     CLIENT_RESET,
@@ -250,8 +251,8 @@ class Session:
         if prepared is None:
             raise WireError("26000", f"prepared statement \"{name}\" does not exist")
         count = parameter_count(prepared.text)
-        types = [prepared.param_types[i] if i < len(prepared.param_types) and prepared.param_types[i] else TEXT
-                 for i in range(count)]
+        types = await self.host.call(lambda e: infer_parameter_types(e.catalog, prepared.text, prepared.param_types))
+        prepared.param_types = types  # Bind decodes binary values by the types the client was told
         self.send(wire.parameter_description(types))
         schema = await self.result_schema(bind_parameters(prepared.text, ["NULL"] * count) if count
                                           else prepared.text)
