@@ -73,10 +73,13 @@ def pulled_views(tree: exp.Expression, catalog: Catalog) -> list[MaterializedVie
     return list(found.values()) if visit(tree, 0) else None
 
 
-def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents) -> pa.Table:
+def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents,
+             duck: Duck | None = None) -> pa.Table:
     """Run a pull query over the views' current rows (``contents(name)`` gives a view's rows).
 
-    Returns the result rows as an Arrow table.
+    Returns the result rows as an Arrow table. ``duck``: a connection kept for pull queries (a
+    new DuckDB connection costs more than a small pull query); the tables the query made are
+    dropped after it.
     """
     snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
     logs: dict[str, MemoryLog] = {}
@@ -92,7 +95,7 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
     output = CollectOutput(planned.physical.root.schema, planned.changelog == "updating", keep_changes=False)
-    env = Env(duck=Duck())
+    env = Env(duck=duck or Duck())
     try:
         job = Job(planned.physical, output, env, lambda op: _Columns(logs[op.source.name.lower()], op.columns))
         job.run()
@@ -106,7 +109,11 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
                                           stmt.source,
                                           help="ORDER BY in a pull query names columns of its result")) from None
     finally:
-        env.duck.close()
+        if duck is None:
+            env.duck.close()
+        else:
+            for (name,) in duck.con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall():
+                duck.con.execute(f'DROP TABLE IF EXISTS "{name}"')
     return result
 
 

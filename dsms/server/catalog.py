@@ -163,6 +163,7 @@ class PgCatalog:
                 self.duck.execute(statement)
         self.duck.execute("CREATE SCHEMA public")
         self._fingerprint = None
+        self._session = None
         self._fill_static()
 
     def _fill_static(self) -> None:
@@ -232,6 +233,20 @@ class PgCatalog:
         self._fingerprint = fingerprint
 
     def run(self, sql: str, params: dict, user: str, database: str) -> pa.Table:
+        session = (user, database, tuple(sorted(params.items())))
+        if session != self._session:  # the client's own values, set once per change of client
+            self._set_session(params, user, database)
+            self._session = session
+        text = rewrite(sql)
+        text = re.sub(r"\b(current_user|session_user|current_schema|current_catalog)\b(?!\s*\()", r"\1()", text,
+                      flags=re.I)
+        try:
+            return self.duck.sql(text).to_arrow_table()
+        except duckdb.Error as e:
+            raise DsmsError(f"this catalog query is not supported by the dsms server: {str(e).splitlines()[0]}") \
+                from None
+
+    def _set_session(self, params: dict, user: str, database: str) -> None:
         d = self.duck
         settings = {"server_version": params.get("server_version", "16.0"), "server_version_num": "160000",
                     **{k.lower(): v for k, v in params.items()}}
@@ -246,14 +261,6 @@ class PgCatalog:
         d.execute(f"CREATE OR REPLACE MACRO session_user() AS {_quote(user)}")
         d.execute("CREATE OR REPLACE MACRO current_setting(x, m := false) AS "
                   "(SELECT setting FROM pg_settings WHERE name = lower(x))")
-        text = rewrite(sql)
-        text = re.sub(r"\b(current_user|session_user|current_schema|current_catalog)\b(?!\s*\()", r"\1()", text,
-                      flags=re.I)
-        try:
-            return d.sql(text).to_arrow_table()
-        except duckdb.Error as e:
-            raise DsmsError(f"this catalog query is not supported by the dsms server: {str(e).splitlines()[0]}") \
-                from None
 
 
 def _quote(text: str) -> str:

@@ -38,6 +38,7 @@ class Feed:
         self.overrun = False
         self.subscription = None
         self._stop = stop  # what ends the query behind the feed (a SELECT … EMIT CHANGES), if anything
+        self.on_overrun = None  # called once on the loop when the buffer overflows (the session drops the client)
 
     # -- engine thread -----------------------------------------------------------------
 
@@ -62,11 +63,13 @@ class Feed:
     def _add(self, batch: pa.Table) -> None:
         if self.overrun:
             return
-        if self.pending_rows + batch.num_rows > self.limit_rows:
+        if self.pending_rows > self.limit_rows:  # what it has not taken yet is past the limit: it is behind
             self.overrun = True
-            self.batches.clear()
             log.warning("a subscriber of %s fell %d rows behind and was dropped", self.query_id,
                         self.pending_rows + batch.num_rows)
+            self.batches.clear()
+            if self.on_overrun is not None:
+                self.on_overrun(self)
         else:
             self.batches.append(batch)
             self.pending_rows += batch.num_rows

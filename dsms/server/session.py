@@ -356,10 +356,21 @@ class Session:
     def feed_factory(self, engine, query_id: str, schema: pa.Schema, stop, snapshot: bool) -> Feed:
         """Make and attach a feed (engine thread)."""
         feed = Feed(self.loop, query_id, schema, self.server.subscriber_buffer, stop)
+        feed.on_overrun = self._drop_slow
         feed.attach(engine, snapshot)
         self.loop.call_soon_threadsafe(self.feeds.add, feed)
         self.server.metrics.subscribers(+1)
         return feed
+
+    def _drop_slow(self, feed: Feed) -> None:
+        """A subscriber too far behind: tell it why (if its socket still takes bytes) and close the connection."""
+        self.server.metrics.dropped.inc()
+        try:
+            self.writer.write(wire.error_response(INSUFFICIENT_RESOURCES, f"the subscription to '{feed.query_id}' "
+                                                  f"fell more than {feed.limit_rows} rows behind and was dropped",
+                                                  severity="FATAL"))
+        finally:
+            self.writer.transport.abort()
 
     def _transaction(self, word: str) -> Outcome:
         if word in ("BEGIN", "START"):

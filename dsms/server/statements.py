@@ -31,6 +31,7 @@ from ..grammar import (
     parse_statement,
 )
 from ..grammar.diagnostics import Diagnostic, Span, SqlError
+from ..runtime.changelog import OP
 from .feeds import Feed
 from .paths import check_paths
 
@@ -87,13 +88,17 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
                   roots: list[str], feed_factory) -> Outcome:
     """Parse and run one dsms statement for a client (engine thread)."""
     stmt = parse_statement(text)
+    if isinstance(stmt, QueryStatement):  # read your writes: what was inserted before is processed first
+        while engine.step():
+            pass
     if isinstance(stmt, (CreateSource, CreateSink)):
         check_paths(stmt, data_root, roots)
     if is_push_query(stmt):
         result = engine.execute_in_session(stmt, settings, data_root)
         handle = result.query
         handle.keep_changes_only()
-        return Outcome("SELECT", feed=feed_factory(engine, handle.name, handle.schema, handle.cancel, snapshot=False),
+        schema = pa.schema([f for f in handle.schema if f.name != OP])  # the feed's own op column replaces it
+        return Outcome("SELECT", feed=feed_factory(engine, handle.name, schema, handle.cancel, snapshot=False),
                        notices=list(result.warnings))
     result = engine.execute_in_session(stmt, settings, data_root)
     if result.kind == "query":  # a SELECT over streams: its answer over what they hold now
