@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup demo test bench bench-flink flink-conformance clean
+.PHONY: setup install-psql demo test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,17 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/dsms run examples/ad_ctr/ad_ctr.sql
 
-test: setup
+test: setup install-psql
 	$(BIN)/pytest -q
+
+# psql (Debian's postgresql-client) for the dsms server tests; installed as root when missing.
+install-psql:
+	@if command -v psql >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing postgresql-client (psql) for the server tests"; \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-client; } \
+			>/tmp/dsms-apt-psql.log 2>&1 || echo "(apt-get could not install psql, see /tmp/dsms-apt-psql.log)"; \
+	fi
 
 # make bench also runs the Flink comparison once its venv exists (make bench-flink creates it).
 bench: setup
