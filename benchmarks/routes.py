@@ -79,7 +79,7 @@ def one(route: str, ddl: str, query: str, out: str, repeat: int) -> dict:
         elapsed = time.perf_counter() - began
         job = engine.scheduler.jobs["out"]
         assert job.done and getattr(job, "route", "runtime") == route
-        start = job.stats.startup_seconds if route == "spark" else 0.0
+        start = job.run_stats.startup_seconds if route == "spark" else 0.0
         startup = max(startup, start)
         runs.append({"seconds": elapsed - start, "events": job.rows_in, "rows_out": job.metrics.rows_out})
         engine.close()

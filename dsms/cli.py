@@ -11,24 +11,7 @@ import time
 from . import __version__
 from .engine import Engine
 from .errors import DsmsError
-from .grammar import (
-    CreateMaterializedView,
-    CreateSink,
-    CreateSource,
-    CreateView,
-    Drop,
-    Explain,
-    Insert,
-    PauseQuery,
-    QueryStatement,
-    ResetOption,
-    ResumeQuery,
-    SetOption,
-    parse_script,
-)
-from .planner import plan_query
-from .planner.ddl import bind_create_mv
-from .planner.routing import ENGINES
+from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
 from .render import format_header, format_rows, format_watermark
 
 
@@ -51,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--state-dir", metavar="DIR", default=None,
                      help="keep the catalog, memory streams and checkpoints of sinks and materialized views in DIR; "
                           "run again with the same DIR (and script) to continue after a crash or an interrupt")
-    run.add_argument("--engine", choices=ENGINES, default=None,
+    run.add_argument("--engine", choices=Engine.engine_names(), default=None,
                      help="where queries run: the incremental runtime, one DuckDB statement, Spark, or auto "
                           "(the default: DuckDB or Spark for bounded files by size, else the runtime; "
                           "SET 'engine' in the script overrides it)")
@@ -134,11 +117,6 @@ def _read(path: str) -> str:
         raise DsmsError(f"cannot read script {path}: {e.strerror}") from None
 
 
-# Statements whose effect a state directory keeps: on a restart they are not run again.
-_DURABLE = (CreateSource, CreateView, CreateSink, CreateMaterializedView, Drop, SetOption, ResetOption, Insert,
-            PauseQuery, ResumeQuery)
-
-
 def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | None = None, out=None,
                state_dir: str | None = None, engine: str | None = None) -> int:
     """Run a script's statements, then its queries to the end of their input (``engine``: the route)."""
@@ -153,25 +131,22 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
 def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out,
          route: str | None) -> int:
     if batch_size:
-        engine.scheduler.batch_rows = batch_size
+        engine.set("batch.size", str(batch_size), save=False)
     if route:
-        engine.catalog.settings["engine"] = route
+        engine.set("engine", route, save=False)
     started = time.perf_counter()
     printers = []
     statements = parse_script(text)
-    progress = _ScriptProgress(engine, statements)
+    progress = engine.script_progress(statements)
     for index, stmt in enumerate(statements):
         if progress.done(index):
             continue
-        engine.script_tag = index
         progress.begin(index)
         try:
-            result = engine.execute_statement(stmt, base_dir)
+            result = engine.execute_statement(stmt, base_dir, script_tag=index)
         except BaseException:
             progress.begin(index - 1)
             raise
-        finally:
-            engine.script_tag = None
         progress.applied(index)
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -191,7 +166,7 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
     try:
         with _CtrlC() as ctrl_c:
             # Paused queries (a state directory can hold some) do not keep the run going.
-            while any(q.job.status == "running" for q in engine.queries.running.values()) and not ctrl_c.pressed:
+            while any(q.stats.status == "running" for q in engine.statuses()) and not ctrl_c.pressed:
                 moved = engine.step()
                 for p in printers:
                     p.print_new()
@@ -209,9 +184,9 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
         p.finish()
     progress.clear()
     _summary(engine, started, quiet=quiet)
-    failed = [q for q in engine.queries.running.values() if q.job.status == "failed"]
+    failed = [q for q in engine.statuses() if q.stats.status == "failed"]
     for q in failed:
-        print(f"{q.kind} {q.id} failed: {q.job.error}" if q.kind != "query" else str(q.job.error), file=sys.stderr)
+        print(f"{q.kind} {q.id} failed: {q.stats.error}" if q.kind != "query" else str(q.stats.error), file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -236,46 +211,6 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
-class _ScriptProgress:
-    """Which statements of a script have taken effect in the state directory (none without one).
-
-    Running the same script again on the same directory skips the statements
-    whose effect the directory keeps (CREATE, DROP, SET, INSERT, ...) and runs
-    the rest (SELECT, SHOW). The progress is saved in the same write as the
-    statement's effect on the catalog, and an INSERT's rows carry the
-    statement's number in the memory stream's journal, so a crash between a
-    statement and the bookkeeping never runs it twice.
-    """
-
-    def __init__(self, engine: Engine, statements: list):
-        self.durable = engine.durable
-        self.texts = [_normal(s.text) for s in statements]
-        self.kinds = [isinstance(s, _DURABLE) for s in statements]
-        saved = self.durable.script if self.durable else []
-        tags = [t for log in engine.scheduler.memory.values() for t in log.tags if isinstance(t, int)]
-        self.count = max([len(saved), *(t + 1 for t in tags)])
-        for i, text in enumerate(saved[: len(self.texts)]):
-            if text != self.texts[i]:
-                raise DsmsError(f"the script differs from the one run in the state directory {self.durable.path}: "
-                                f"statement {i + 1} was\n  {text}\nand is now\n  {self.texts[i]}\n"
-                                "run the same script to continue, or use another --state-dir")
-
-    def done(self, index: int) -> bool:
-        return index < self.count and self.kinds[index]
-
-    def begin(self, index: int) -> None:
-        """Statement ``index`` runs: whatever it saves records it as done with it."""
-        if self.durable is not None:
-            self.durable.data["script"] = self.texts[: index + 1]
-
-    def applied(self, index: int) -> None:
-        if self.durable is not None:
-            self.durable.record_script(self.texts[: index + 1])
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
-
-
 def explain_script(text: str, base_dir: str, out=None) -> int:
     out = out or sys.stdout
     engine = Engine(base_dir=base_dir)
@@ -283,16 +218,16 @@ def explain_script(text: str, base_dir: str, out=None) -> int:
     for stmt in parse_script(text):
         inner = stmt.statement if isinstance(stmt, Explain) else stmt
         if isinstance(inner, (CreateSink, CreateMaterializedView, QueryStatement)):
-            planned = plan_query(inner.query, engine.catalog, inner.source)
+            planned = engine.plan(inner)
             title = {CreateSink: "sink", CreateMaterializedView: "materialized view"}.get(type(inner))
             header = f"{title} {inner.name.value}" if title else inner.query.text.split("\n")[0]
             if not first:
                 print(file=out)
             first = False
             print(f"-- {header}  ({planned.changelog})", file=out)
-            print(engine.explain_planned(planned), file=out)
+            print(engine.explain(planned), file=out)
             if isinstance(inner, CreateMaterializedView):
-                engine.catalog.add(bind_create_mv(inner, planned.schema), name=inner.name, source=inner.source)
+                engine.declare(inner)
         elif not isinstance(stmt, Explain):
             engine.execute_statement(stmt, base_dir)
     return 0
@@ -345,10 +280,10 @@ class _Progress:
         self.shown = False
 
     def line(self) -> str:
-        jobs = list(self.engine.scheduler.jobs.values())
-        events = events_read(self.engine)
+        jobs = [q.stats for q in self.engine.statuses()]
+        events = events_read(jobs)
         elapsed = max(time.perf_counter() - self.started, 1e-9)
-        marks = [s.watermark for j in jobs for _, s in j.sources if not s.finished]
+        marks = [wm for j in jobs for wm in j.open_watermarks]
         wm = format_watermark(min(marks)) if marks else "end of input"
         late = sum(sum(j.late.values()) for j in jobs)
         return f"events {events:,}  watermark {wm}  {events / elapsed:,.0f} events/s  late {late:,}"
@@ -374,12 +309,12 @@ class _Progress:
             sys.stderr.flush()
 
 
-def events_read(engine: Engine) -> int:
+def events_read(jobs: list) -> int:
     """Events read from the sources: each source counted once, however many queries read it."""
     per_source: dict[str, int] = {}
-    for job in engine.scheduler.jobs.values():
-        for _, s in job.sources:
-            per_source[s.name] = max(per_source.get(s.name, 0), s.rows_read)
+    for job in jobs:
+        for name, rows in job.sources.items():
+            per_source[name] = max(per_source.get(name, 0), rows)
     return sum(per_source.values())
 
 
@@ -387,30 +322,28 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     if quiet:
         return
     elapsed = time.perf_counter() - started
-    jobs = engine.scheduler.jobs
-    events = events_read(engine)
+    statuses = engine.statuses()
+    jobs = [q.stats for q in statuses]
+    events = events_read(jobs)
     late: dict[str, int] = {}
-    for j in jobs.values():
+    skipped: dict[str, int] = {}
+    for j in jobs:
         for name, n in j.late.items():
             late[name] = max(late.get(name, 0), n)
-    skipped = {}
-    for j in jobs.values():
-        for _, s in j.sources:
-            reader = getattr(s, "reader", None)
-            if reader is not None and getattr(reader, "skipped", 0):
-                skipped[s.name] = max(skipped.get(s.name, 0), reader.skipped)
+        for name, n in j.skipped.items():
+            skipped[name] = max(skipped.get(name, 0), n)
     word = "interrupted" if interrupted else "done"
     parts = [f"{word}: {events:,} events in {elapsed:.2f} s ({events / max(elapsed, 1e-9):,.0f} events/s)"]
     total_late = sum(late.values())
+    uncounted = sorted({j.route for j in jobs if not j.late_counted})
     parts.append(f"late events dropped: {total_late:,}" +
                  (f" ({', '.join(f'{k}: {v:,}' for k, v in late.items() if v)})" if total_late else "") +
-                 ("; not counted on the spark route" if any(not getattr(j, "late_counted", True)
-                                                             for j in jobs.values()) else ""))
+                 (f"; not counted on the {', '.join(uncounted)} route" if uncounted else ""))
     if skipped:
         parts.append("malformed rows skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()))
-    for q in engine.queries.running.values():
+    for q in statuses:
         if q.kind == "sink":
-            parts.append(f"sink {q.id}: {q.job.metrics.rows_out:,} rows ({getattr(q.job, 'route', 'runtime')})")
+            parts.append(f"sink {q.id}: {q.stats.rows_out:,} rows ({q.stats.route})")
     print("\n".join(parts), file=sys.stderr)
 
 

@@ -48,30 +48,27 @@ from .grammar import (
     parse_script,
     parse_statement,
 )
+from .grammar.diagnostics import did_you_mean
 from .inserts import insert_rows
-from .planner import Catalog, PlannedQuery, explain_logical, explain_physical, plan_query
-from .planner.backfill import BACKFILLS, state_reach
+from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.routing import ENGINES, Route, choose_route, parse_size
+from .planner.routing import RouteChoice, parse_size
 from .planner.timeutil import parse_duration
+from .planner.vocabulary import ChangeOp
 from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
-from .query import QueryHandle, Result
-from .runtime.backfill import Backfill
-from .runtime.batch_job import BatchJob
+from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
-from .runtime.duck import Duck
-from .runtime.duckdb_route import DuckDBRoute
-from .runtime.estimate import estimated_bytes
 from .runtime.memory import data_schema, keyed_changes
-from .runtime.scheduler import Scheduler
-from .runtime.spark_route import SparkRoute
-from .runtime.spark_stream import SparkStreamJob
+from .runtime.routes import backfill_names, engine_names
+from .runtime.session import Session
+from .script import ScriptProgress
 from .state_dir import StateDir
 
-_SETTING_VALUES = {"engine": ENGINES, "backfill": BACKFILLS, "emit": ("final", "changes"),
-                   "strict": ("true", "false"), "join.stream_table": ("lookup", "regular")}
+# The values some settings take (the engines and backfills: the registered routes, runtime/routes.py).
+_SETTING_VALUES = {"engine": engine_names, "backfill": backfill_names, "emit": lambda: ("final", "changes"),
+                   "strict": lambda: ("true", "false"), "join.stream_table": lambda: ("lookup", "regular")}
 # What reads what: a DROP of an object that one of these reads is refused.
 _READERS = ("view", "sink", "materialized view")
 
@@ -93,12 +90,12 @@ class Engine:
         self.state_dir = state_dir
         self.base_dir = base_dir
         self.durable = StateDir(state_dir) if state_dir else None
-        self.scheduler = Scheduler(clock=clock, journal_for=self._journal_for if self.durable else None)
+        self.session = Session(clock=clock, journal_for=self._journal_for if self.durable else None)
+        self.scheduler = self.session.scheduler  # the jobs and the memory streams they share
         self._ids = itertools.count(1)
         self.queries = Queries(self)
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
         self._replaying: dict | None = None  # the saved object being recreated
-        self._pull_duck = None  # one DuckDB connection for every pull query (statements hold the lock)
         self._in_session = False  # execute_in_session: SET is the client's, not saved
         self.script_tag = None  # tags memory-stream inserts (dsms run --state-dir: the script statement)
         if self.durable is not None:
@@ -117,13 +114,19 @@ class Engine:
             result = self.execute_statement(stmt, base_dir)
         return result
 
-    def execute_statement(self, stmt: Statement, base_dir: str | None = None) -> Result:
+    def execute_statement(self, stmt: Statement, base_dir: str | None = None, script_tag: int | None = None) -> Result:
+        """Run one parsed statement (``script_tag``: the statement's number in a script, kept with what it
+        inserts into memory streams, so a script run again on a state directory does not insert twice)."""
         base = base_dir or self.base_dir or os.getcwd()
         handler = getattr(self, f"_do_{type(stmt).__name__}", None)
         if handler is None:
             raise SqlError(Diagnostic(f"{type(stmt).__name__} statements are not supported yet", stmt.span, stmt.source))
         with self._lock:
-            return handler(stmt, base)
+            self.script_tag = script_tag
+            try:
+                return handler(stmt, base)
+            finally:
+                self.script_tag = None
 
     def execute_in_session(self, stmt: Statement, settings: dict, base_dir: str | None = None) -> Result:
         """Run one statement under a client's own settings, as a server does: a SET changes
@@ -149,15 +152,49 @@ class Engine:
         with self._lock:
             return self._start_query(stmt).query
 
-    def plan(self, sql: str) -> PlannedQuery:
-        """Plan a query (SELECT, or the query of CREATE SINK / VIEW) without running it."""
-        from . import plan
+    def plan(self, sql: str | Statement) -> PlannedQuery:
+        """Plan a query (SELECT, or the query of CREATE SINK / VIEW / MATERIALIZED VIEW) without running it."""
+        stmt = parse_statement(sql) if isinstance(sql, str) else sql
+        inner = stmt.statement if isinstance(stmt, Explain) else stmt
+        query = getattr(inner, "query", None)
+        if query is None:
+            raise DsmsError("plan() takes a query or a CREATE SINK / VIEW / MATERIALIZED VIEW statement")
+        return plan_query(query, self.catalog, stmt.source)
 
-        return plan(sql, self.catalog)
+    def explain(self, sql: str | Statement | PlannedQuery) -> str:
+        """What EXPLAIN prints: the route that runs the query and why, then that route's plan.
 
-    def explain(self, sql: str) -> str:
-        """The operator DAG of a query: each operator with its changelog mode and watermark."""
-        return self.plan(sql).explain()
+        On the runtime, the operator DAG (each operator with its changelog
+        mode and watermark); on DuckDB or Spark, the lowered statement.
+        """
+        planned = sql if isinstance(sql, PlannedQuery) else self.plan(sql)
+        return self.session.explain(planned, self.catalog.settings)
+
+    def declare(self, sql: str | Statement) -> None:
+        """Add a materialized view to the catalog without running its query (``dsms explain`` plans
+        the statements after it against it)."""
+        stmt = parse_statement(sql) if isinstance(sql, str) else sql
+        if not isinstance(stmt, CreateMaterializedView):
+            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW statement")
+        planned = plan_query(stmt.query, self.catalog, stmt.source)
+        self.catalog.add(bind_create_mv(stmt, planned.schema), name=stmt.name, source=stmt.source)
+
+    @staticmethod
+    def engine_names() -> tuple[str, ...]:
+        """The values of ``SET 'engine'``: auto and each registered route that can be asked for."""
+        return engine_names()
+
+    def set(self, key: str, value: str, save: bool = True) -> None:
+        """SET ``key`` = ``value`` (``save=False``: for this engine only, not kept in its state directory)."""
+        self._set(key, value, None, save)
+
+    def script_progress(self, statements: list[Statement]) -> ScriptProgress:
+        """Which statements of a script have taken effect in the state directory (``dsms run``)."""
+        return ScriptProgress(self.durable, statements, self.scheduler.memory.values())
+
+    def statuses(self) -> list[QueryStatus]:
+        """Each query's id, kind and stats (``dsms run``'s progress line and summary)."""
+        return [QueryStatus(q.id, q.kind, q.job.stats()) for q in self.queries.running.values()]
 
     def subscribe(self, name: str, callback, snapshot: bool = True, format: str = "arrow") -> Subscription:
         """Call ``callback`` with each batch of changes of a sink, materialized view or query.
@@ -185,35 +222,9 @@ class Engine:
         with self._lock:
             self.queries.checkpoint_all(force=True)
 
-    def explain_planned(self, planned: PlannedQuery, logical: bool = False) -> str:
-        """EXPLAIN's text: the planner's warnings, the route and why, then the DAG."""
-        dag = explain_logical(planned.optimized) if logical else explain_physical(planned.physical)
-        return "\n".join([f"warning: {w}" for w in planned.warnings] + [self.route(planned).describe(), dag])
-
-    def route(self, planned: PlannedQuery) -> Route:
+    def route(self, planned: PlannedQuery) -> RouteChoice:
         """The engine that runs ``planned`` under this session's settings, and why (planner/routing.py)."""
-        return choose_route(planned.optimized, self.catalog.settings, estimated_bytes)
-
-    def start_job(self, name: str, planned: PlannedQuery, output, engine: str | None = None):
-        """Start a query on its route (or on ``engine``): a runtime job, or a batch job run on its first turn."""
-        route = self.route(planned)
-        engine = engine or route.engine
-        if engine == "runtime":
-            job = self.scheduler.start(name, planned.physical, output)
-            if route.backfill:  # its history first, as one statement (runtime/backfill.py)
-                executor = (DuckDBRoute if route.backfill == "duckdb" else SparkRoute)(dict(self.catalog.settings))
-                job.backfill = Backfill(executor, planned.lowered(route.backfill, history=True),
-                                        state_reach(planned.optimized))
-            return job
-        lowered = planned.lowered(engine)
-        if lowered.streaming:  # over watched files: a Structured Streaming query
-            job = SparkStreamJob(dict(self.catalog.settings), lowered, output, planned.physical, route.reason)
-            self.scheduler.add(name, job)
-            return job
-        executor = (DuckDBRoute if engine == "duckdb" else SparkRoute)(dict(self.catalog.settings))
-        job = BatchJob(executor, lowered, output, planned.physical, route.reason)
-        self.scheduler.add(name, job)
-        return job
+        return self.session.choose(planned, self.catalog.settings)
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
         """Append rows to a memory stream, or upsert them into a memory table by its primary key.
@@ -225,7 +236,7 @@ class Engine:
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table)
+            log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table)
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -261,7 +272,7 @@ class Engine:
             raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
                             "the table has a WATERMARK, so each change says from when it holds")
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, 3, source.name))
+            log.append(keyed_changes(table, source.primary_key, ChangeOp.DELETE, source.name))
         return table.num_rows
 
     def end_input(self, name: str | None = None) -> None:
@@ -297,8 +308,6 @@ class Engine:
     def close(self) -> None:
         """Stop every query; with a state directory, checkpoint them first (they come back on reopening)."""
         with self._lock:
-            if self._pull_duck is not None:
-                self._pull_duck.close()
             self.queries.close()
             for log in self.scheduler.memory.values():
                 if log.journal is not None:
@@ -366,7 +375,8 @@ class Engine:
             except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
                 query = self.queries.start_failed(name, kind, planned, entry["uid"], e)
                 return query
-            query.job.paused = status["paused"]
+            if status["paused"]:
+                query.job.pause()
             if status["failed"]:
                 query.job.fail(DsmsError(status["failed"]))
             return query
@@ -383,9 +393,7 @@ class Engine:
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
         views = pulled_views(stmt.query.tree, self.catalog)
         if views is not None:
-            if self._pull_duck is None:
-                self._pull_duck = Duck()
-            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot(), self._pull_duck)
+            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
             return Result("rows", table=table)
         return self._start_query(stmt)
 
@@ -398,7 +406,7 @@ class Engine:
         source = self._memory_source(stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
         table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(keyed_changes(table, source.primary_key, 0, source.name) if source.kind == "table" else table,
+        log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table,
                    tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
@@ -421,39 +429,44 @@ class Engine:
                                       stmt.span, stmt.source))
         planned = plan_query(query, self.catalog, stmt.source)
         if "lowered" in stmt.options:
-            route = self.route(planned)
-            target = stmt.target or (route.engine if route.engine != "runtime" else "duckdb")
-            text = planned.explain() if target == "runtime" else planned.lowered(target).explain()
+            if stmt.target is not None and stmt.target not in engine_names()[1:]:
+                raise SqlError(Diagnostic(f"no engine named '{stmt.target}'", stmt.span, stmt.source,
+                                          help=did_you_mean(stmt.target, engine_names()[1:])))
+            text = self.session.explain_lowered(planned, self.catalog.settings, stmt.target)
         else:
-            text = self.explain_planned(planned, logical="logical" in stmt.options)
+            text = self.session.explain(planned, self.catalog.settings, logical="logical" in stmt.options)
         return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
 
     def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
             return Result("rows", table=rows_table(rows, ["key", "value"]))
-        allowed = _SETTING_VALUES.get(stmt.key)
-        if allowed and stmt.value.lower() not in allowed:
-            raise SqlError(Diagnostic(f"invalid value '{stmt.value}' for '{stmt.key}'", stmt.span, stmt.source,
-                                      help="expected one of: " + ", ".join(allowed)))
-        if stmt.key == "batch.max_bytes":
-            try:
-                parse_size(stmt.value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source)) from None
-        if stmt.key == "batch.size":
-            if not stmt.value.isdigit() or int(stmt.value) < 1:
-                raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{stmt.value}'",
-                                          stmt.span, stmt.source))
-            self.scheduler.batch_rows = int(stmt.value)  # for queries started from now on
-        if stmt.key == "checkpoint.interval":
-            try:
-                parse_duration(stmt.value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), stmt.span, stmt.source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
-        self.catalog.settings[stmt.key] = stmt.value
-        self._save_settings()
+        self._set(stmt.key, stmt.value, stmt, save=True)
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
+
+    def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
+        span, source = (stmt.span, stmt.source) if stmt is not None else (None, None)
+        allowed = _SETTING_VALUES[key]() if key in _SETTING_VALUES else None
+        if allowed and value.lower() not in allowed:
+            raise SqlError(Diagnostic(f"invalid value '{value}' for '{key}'", span, source,
+                                      help="expected one of: " + ", ".join(allowed)))
+        if key == "batch.max_bytes":
+            try:
+                parse_size(value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), span, source)) from None
+        if key == "batch.size":
+            if not value.isdigit() or int(value) < 1:
+                raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{value}'", span, source))
+            self.scheduler.batch_rows = int(value)  # for queries started from now on
+        if key == "checkpoint.interval":
+            try:
+                parse_duration(value)
+            except ValueError as e:
+                raise SqlError(Diagnostic(str(e), span, source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
+        self.catalog.settings[key] = value
+        if save:
+            self._save_settings()
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
         if stmt.key is None:

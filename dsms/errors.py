@@ -1,11 +1,25 @@
-"""Every error dsms raises on purpose derives from DsmsError."""
+"""Every error dsms raises on purpose derives from DsmsError.
 
-from .grammar.diagnostics import Diagnostic, DsmsError, Span, SqlError, SqlSyntaxError, render
-from .planner.physical_plan import UnsupportedPlan
-from .runtime.changelog import ChangelogError
-from .runtime.connectors.base import SinkError, SourceError
-from .runtime.convert import RowError
-from .runtime.job import EvaluationError
+Each layer defines its errors in one module (``grammar/errors.py``,
+``planner/errors.py``, ``runtime/errors.py``); here they are together, for
+programs: ``except dsms.DsmsError`` catches them all, and each subclass says
+what went wrong (SQL errors carry a Diagnostic with the line and column).
+"""
 
-__all__ = ["ChangelogError", "Diagnostic", "DsmsError", "EvaluationError", "RowError", "SinkError", "SourceError", "Span", "SqlError",
-           "SqlSyntaxError", "UnsupportedPlan", "render"]
+from .grammar.diagnostics import Diagnostic, Span, render
+from .grammar.errors import DsmsError, SqlError, SqlSyntaxError
+from .planner.errors import LoweringRefused, UnsupportedPlan
+from .runtime.errors import (
+    BackfillError,
+    ChangelogError,
+    EvaluationError,
+    RouteError,
+    RouteNotFound,
+    RowError,
+    SinkError,
+    SourceError,
+)
+
+__all__ = ["BackfillError", "ChangelogError", "Diagnostic", "DsmsError", "EvaluationError", "LoweringRefused",
+           "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
+           "UnsupportedPlan", "render"]

@@ -10,10 +10,7 @@ from .grammar.diagnostics import did_you_mean
 from .planner import Catalog, plan_query
 from .planner.types import to_sql_type
 from .runtime.convert import to_table
-from .runtime.duck import Duck
-from .runtime.job import Job
-from .runtime.operators.base import Env
-from .runtime.output import CollectOutput
+from .runtime.session import run_bounded
 
 
 def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) -> pa.Table:
@@ -21,13 +18,7 @@ def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) 
     columns = [c.value for c in stmt.columns] or [f.name for f in schema]
     query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
     planned = plan_query(query, catalog, stmt.source)
-    collected = CollectOutput(planned.physical.root.schema, False, keep_changes=False)
-    env = Env(duck=Duck())
-    try:
-        Job(planned.physical, collected, env, open_reader).run()
-    finally:
-        env.duck.close()
-    rows = collected.snapshot()
+    rows = run_bounded(planned, open_reader, changes_applied=False)
     if rows.num_columns != len(columns):
         raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                   f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))

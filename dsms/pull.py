@@ -29,10 +29,9 @@ from .planner.physical import BATCH
 from .planner.timeutil import node_span
 from .planner.types import Schema
 from .runtime.duck import Duck
-from .runtime.job import Job
 from .runtime.memory import MemoryLog
-from .runtime.operators.base import Env
-from .runtime.output import CollectOutput
+from .runtime.scheduler import Select
+from .runtime.session import run_bounded
 
 
 def relation_names(tree: exp.Expression) -> list[str]:
@@ -73,13 +72,10 @@ def pulled_views(tree: exp.Expression, catalog: Catalog) -> list[MaterializedVie
     return list(found.values()) if visit(tree, 0) else None
 
 
-def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents,
-             duck: Duck | None = None) -> pa.Table:
+def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents) -> pa.Table:
     """Run a pull query over the views' current rows (``contents(name)`` gives a view's rows).
 
-    Returns the result rows as an Arrow table. ``duck``: a connection kept for pull queries (a
-    new DuckDB connection costs more than a small pull query); the tables the query made are
-    dropped after it.
+    Returns the result rows as an Arrow table.
     """
     snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
     logs: dict[str, MemoryLog] = {}
@@ -94,27 +90,18 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         log.close()
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
-    output = CollectOutput(planned.physical.root.schema, planned.changelog == "updating", keep_changes=False)
-    env = Env(duck=duck or Duck())
+    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)))
+    if finish is None:
+        return result
+    duck = Duck()  # ORDER BY / LIMIT of a pull query: over its finished result
     try:
-        job = Job(planned.physical, output, env, lambda op: _Columns(logs[op.source.name.lower()], op.columns))
-        job.run()
-        result = output.snapshot()
-        if finish is not None:  # ORDER BY / LIMIT of a pull query: over its finished result
-            try:
-                result = env.duck.run(finish.sql(dialect="duckdb"), result)
-            except duckdb.Error as e:
-                raise SqlError(Diagnostic(f"cannot order the result: {str(e).splitlines()[0]}",
-                                          node_span(finish.args.get("order") or finish) or stmt.query.span,
-                                          stmt.source,
-                                          help="ORDER BY in a pull query names columns of its result")) from None
+        return duck.run(finish.sql(dialect="duckdb"), result)
+    except duckdb.Error as e:
+        raise SqlError(Diagnostic(f"cannot order the result: {str(e).splitlines()[0]}",
+                                  node_span(finish.args.get("order") or finish) or stmt.query.span,
+                                  stmt.source, help="ORDER BY in a pull query names columns of its result")) from None
     finally:
-        if duck is None:
-            env.duck.close()
-        else:
-            for (name,) in duck.con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall():
-                duck.con.execute(f'DROP TABLE IF EXISTS "{name}"')
-    return result
+        duck.close()
 
 
 def _split_order(query: Query) -> tuple[Query, exp.Select | None]:
@@ -133,23 +120,3 @@ def _split_order(query: Query) -> tuple[Query, exp.Select | None]:
         if part is not None:
             finish.set(key, part.pop())
     return Query(query.text, tree, query.span), finish
-
-
-class _Columns:
-    """Reads a closed log, keeping the columns a source operator asks for."""
-
-    def __init__(self, log: MemoryLog, columns):
-        self.reader, self.columns = log.reader(), list(columns)
-
-    def read(self):
-        table = self.reader.read()
-        return None if table is None else table.select(self.columns)
-
-    position = property(lambda self: self.reader.position)
-    skipped = 0
-
-    def seek(self, position):
-        self.reader.seek(position)
-
-    def close(self):
-        pass

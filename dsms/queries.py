@@ -18,7 +18,6 @@ for, and ``subscribe`` hands a program each batch of changes.
 from __future__ import annotations
 
 import datetime as dt
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
@@ -27,18 +26,12 @@ from .grammar import Diagnostic, Name, SqlError
 from .grammar.diagnostics import did_you_mean
 from .planner import PlannedQuery
 from .planner.catalog import SinkDef
-from .planner.logical import UPDATING
 from .planner.timeutil import parse_duration
 from .query import QueryHandle, job_stats, public_changes
 from .render import format_value
-from .runtime import checkpoint as ckpt
-from .runtime.batch_job import BatchJob
-from .runtime.job import Job, JobMetrics
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
-from .runtime.output import ClosedOutput, CollectOutput, SinkOutput
-from .runtime.progress import job_progress
-from .runtime.spark_stream import SparkStreamJob
-from .runtime.state import StateStore
+from .runtime.output import ClosedOutput, CollectOutput
+from .runtime.routes import FailedJob, Job
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -63,6 +56,7 @@ class RunningQuery:
         self.checkpointed: tuple | None = None  # what the job had done at the last checkpoint
 
     def progress_marker(self) -> tuple:
+        """What the job has done (cheap to read after every turn): unchanged, no new checkpoint is needed."""
         job = self.job
         return job.rows_in, job.metrics.rows_out, job.output_watermark, job.done
 
@@ -98,7 +92,8 @@ class Queries:
 
     def __init__(self, engine: "Engine"):
         self.engine = engine
-        self.scheduler = engine.scheduler
+        self.session = engine.session
+        self.scheduler = engine.session.scheduler
         self.running: dict[str, RunningQuery] = {}
         self._failures_seen = 0
         self._failures_raised = 0
@@ -108,23 +103,18 @@ class Queries:
     def start(self, qid: str, kind: str, planned: PlannedQuery, sink: SinkDef | None = None,
               uid: str | None = None, restore: bool = False) -> RunningQuery:
         """Start a query; with ``restore``, from the newest checkpoint in its folder of the state directory."""
-        saved = None
+        saved = found = None
         if restore and uid is not None:
-            found = ckpt.latest(self.engine.durable.checkpoint_dir(uid))
+            found = self.session.latest_checkpoint(self.engine.durable.checkpoint_dir(uid))
             saved = found[1] if found else None
-        output = _open_output(kind, planned, sink, saved)
+        output = self.session.open_output(kind, planned, sink, saved)
         # A restored query stays on the route its checkpoint was taken on.
-        job = self.engine.start_job(qid, planned, output, engine=saved.job.get("route", "runtime") if saved else None)
-        try:
-            if saved is not None:
-                ckpt.restore(job, saved)
-        except Exception:
-            self.scheduler.stop(qid)
-            raise
+        job = self.session.start(qid, planned, self.engine.catalog.settings, output, saved)
         handle = QueryHandle(self.engine, qid, job, output, planned.changelog, planned.warnings) \
             if isinstance(output, CollectOutput) else None
         query = RunningQuery(qid, kind, job, output, planned, handle, uid)
-        self._attach(query)
+        if uid is not None and self.engine.durable is not None:  # (a new query gets its uid after it starts)
+            job.keep_checkpoints(self.engine.durable.checkpoint_dir(uid), lambda: self.checkpoint(query))
         if saved is not None:
             query.checkpoint_seq = found[0]
             query.checkpointed = query.progress_marker()
@@ -134,7 +124,7 @@ class Queries:
 
     def start_failed(self, qid: str, kind: str, planned: PlannedQuery, uid: str, error: Exception) -> RunningQuery:
         """A saved query that could not be started again (an input gone): listed as failed, with why."""
-        query = RunningQuery(qid, kind, _Unstarted(planned, error), ClosedOutput(), planned, None, uid)
+        query = RunningQuery(qid, kind, FailedJob(error), ClosedOutput(), planned, None, uid)
         self.running[qid.lower()] = query
         return query
 
@@ -151,7 +141,7 @@ class Queries:
     def pause(self, query: RunningQuery) -> str:
         if query.job.status in ("finished", "failed"):
             return f"Query {query.id} has {query.job.status}; nothing to pause"
-        query.job.paused = True
+        query.job.pause()
         return f"Paused query {query.id}"
 
     def resume(self, query: RunningQuery) -> str:
@@ -159,7 +149,7 @@ class Queries:
             raise SqlError(Diagnostic(f"query '{query.id}' failed and cannot be resumed: {query.job.error}"))
         if not query.job.paused:
             return f"Query {query.id} is not paused"
-        query.job.paused = False
+        query.job.resume()
         return f"Resumed query {query.id}"
 
     def drop(self, qid: str) -> RunningQuery | None:
@@ -167,10 +157,7 @@ class Queries:
         query = self.running.pop(qid.lower(), None)
         if query is None:
             return None
-        self.scheduler.stop(query.id)
-        query.job.cancelled = True
-        if not query.output.closed and isinstance(query.output, SinkOutput):
-            query.output.close()
+        self.session.stop(query.id, query.job, query.output)
         for sub in list(query.subscriptions):
             sub.cancel()
         return query
@@ -217,22 +204,14 @@ class Queries:
                and (force or q.job.done or now - (q.checkpoint_at or 0) >= interval)]
         if not due:
             return
-        for log in self.scheduler.memory.values():
-            log.sync()  # what the checkpoints' offsets point at is on disk first
+        self.session.sync_inputs()  # what the checkpoints' offsets point at is on disk first
         for query in due:
             self.checkpoint(query, now)
 
-    def _attach(self, query: RunningQuery) -> None:
-        """A continuous Spark query keeps Spark's checkpoint in the query's folder and is checkpointed after
-        each micro-batch (its output then never runs ahead of its checkpoint)."""
-        if query.uid is not None and self.engine.durable is not None and isinstance(query.job, SparkStreamJob) \
-                and query.job.state_path is None:
-            query.job.attach_state(self.engine.durable.checkpoint_dir(query.uid), lambda: self.checkpoint(query))
-
     def checkpoint(self, query: RunningQuery, now: int | None = None) -> None:
-        self._attach(query)  # a new standing query gets its folder (uid) after it starts
         query.checkpoint_seq += 1
-        ckpt.save(self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq, ckpt.capture(query.job))
+        self.session.checkpoint(query.job, self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq,
+                                lambda: self.checkpoint(query))
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
         query.checkpointed = query.progress_marker()
 
@@ -251,20 +230,11 @@ class Queries:
     def progress(self, query: RunningQuery | None = None) -> pa.Table:
         rows = []
         for q in [query] if query is not None else self.running.values():
-            if isinstance(q.job, _Unstarted):
-                continue
-            if isinstance(q.job, BatchJob):  # one statement: no operators to wait for
-                what = "Structured Streaming query" if isinstance(q.job, SparkStreamJob) else "batch statement"
-                rows.append({"query": q.id, "operator": f"{what} on {q.job.route} ({q.job.reason})",
-                             "input_watermarks": "", "watermark": format_watermark(q.job.watermark),
-                             "held_back_by": "", "idle": "no", "next_fire": "", "late": sum(q.job.late.values()),
-                             "state_rows": 0, "state_bytes": 0})
-                continue
-            for r in job_progress(q.job):
+            for r in q.job.progress():
                 holder = r["held_back_by"]
                 rows.append({
                     "query": q.id,
-                    "operator": f"#{r['op_id']} {r['operator']}",
+                    "operator": r["operator"] if r["op_id"] is None else f"#{r['op_id']} {r['operator']}",
                     "input_watermarks": ", ".join(f"#{i['op_id']} {format_watermark(i['watermark'])}"
                                                   + (" (idle)" if i["idle"] else "") for i in r["inputs"]),
                     "watermark": format_watermark(r["watermark"]) if r["has_watermark"] else "none",
@@ -276,39 +246,6 @@ class Queries:
                     "next_fire": "" if r["next_fire"] is None else format_watermark(r["next_fire"]),
                     "late": r["late"], "state_rows": r["state_rows"], "state_bytes": r["state_bytes"]})
         return rows_table(rows, SHOW_PROGRESS_COLUMNS)
-
-
-class _Unstarted:
-    """What SHOW QUERIES and SHOW PROGRESS read of a job, for a query that could not start."""
-
-    def __init__(self, planned: PlannedQuery, error: Exception):
-        self.plan, self.error, self.metrics = planned.physical, error, JobMetrics()
-        self.env = SimpleNamespace(state=StateStore())
-        self.done = self.paused = False
-        self.status, self.runnable = "failed", False
-        self.rows_in, self.late, self.watermark, self.output_watermark = 0, {}, MIN_WATERMARK, MIN_WATERMARK
-        self.sources, self.logics = [], {}
-
-    def fail(self, error: Exception) -> None:
-        self.error = error
-
-
-def _open_output(kind: str, planned: PlannedQuery, sink: SinkDef | None, saved: "ckpt.Checkpoint | None"):
-    """Where a query's results go; restored from a checkpoint when there is one."""
-    schema = planned.physical.root.schema
-    updating = planned.changelog == UPDATING
-    if sink is not None and sink.options.get("connector", "memory").lower() == "file":
-        if saved is not None and saved.job.get("done"):
-            return ClosedOutput()  # it had finished: its file is complete
-        from .runtime.connectors import open_file_sink
-
-        position = saved.output.get("position") if saved is not None else None
-        return SinkOutput(open_file_sink(sink.options, sink.path, schema, updating, position=position))
-    output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
-    if saved is not None:
-        output.restore(saved.output, saved.contents)
-        output.closed = bool(saved.job.get("done"))
-    return output
 
 
 def format_watermark(wm: int | None) -> str:

@@ -12,8 +12,8 @@ from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 
 if TYPE_CHECKING:
     from .engine import Engine
-    from .runtime.job import Job
     from .runtime.output import CollectOutput
+    from .runtime.routes import Job, JobStats
 
 
 def public_changes(table: pa.Table) -> pa.Table:
@@ -25,11 +25,10 @@ def public_changes(table: pa.Table) -> pa.Table:
 
 def job_stats(job: "Job", qid: str, kind: str) -> dict:
     """A query's line of SHOW QUERIES, unformatted (the watermark in epoch microseconds)."""
-    return {"id": qid, "kind": kind, "status": job.status, "watermark": job.watermark,
-            "rows_in": job.rows_in, "rows_out": job.metrics.rows_out,
-            "events_per_s": job.metrics.meter.rate() if job.runnable else 0.0,
-            "late": sum(job.late.values()), "state_rows": job.env.state.rows(),
-            "state_bytes": job.env.state.nbytes(), "error": str(job.error) if job.error else None}
+    s = job.stats()
+    return {"id": qid, "kind": kind, "status": s.status, "watermark": s.watermark, "rows_in": s.rows_in,
+            "rows_out": s.rows_out, "events_per_s": s.events_per_s, "late": sum(s.late.values()),
+            "state_rows": s.state_rows, "state_bytes": s.state_bytes, "error": str(s.error) if s.error else None}
 
 
 class QueryHandle:
@@ -132,6 +131,16 @@ class QueryHandle:
 
     def __repr__(self) -> str:
         return f"<QueryHandle {self.name} {self.changelog} rows={self.output.rows} done={self.done}>"
+
+
+@dataclass(frozen=True)
+class QueryStatus:
+    """A running query as ``Engine.statuses()`` lists it: its id, its kind (query, sink, materialized
+    view) and what its job reports (``JobStats``: route, status, rows, late events, ...)."""
+
+    id: str
+    kind: str
+    stats: "JobStats"
 
 
 @dataclass

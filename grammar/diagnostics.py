@@ -18,11 +18,7 @@ types too; ``dsms.errors`` re-exports them for users.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
-
-
-class DsmsError(Exception):
-    """Base class of every error dsms raises on purpose."""
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -81,35 +77,6 @@ def render(diag: Diagnostic) -> str:
     if diag.help:
         out.append(f"  = help: {diag.help}")
     return "\n".join(out)
-
-
-@dataclass
-class SqlError(DsmsError):
-    """An error in SQL text, with its place in the statement."""
-
-    diagnostic: Diagnostic
-    extra: dict = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return render(self.diagnostic)
-
-    @property
-    def message(self) -> str:
-        return self.diagnostic.message
-
-    @property
-    def line(self) -> int | None:
-        pos = self.diagnostic.position()
-        return pos[0] if pos else None
-
-    @property
-    def column(self) -> int | None:
-        pos = self.diagnostic.position()
-        return pos[1] if pos else None
-
-
-class SqlSyntaxError(SqlError):
-    """The text is not valid dsms SQL."""
 
 
 def did_you_mean(name: str, candidates) -> str | None:

@@ -29,7 +29,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from .diagnostics import Diagnostic, Span, SqlSyntaxError
+from .diagnostics import Diagnostic, Span
+from .errors import SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
 from .stream_syntax import (
     R2S_KINDS,

@@ -22,8 +22,9 @@ import lark
 from lark import Token, Transformer, v_args
 
 from . import statements as st
-from .diagnostics import Diagnostic, Span, SqlSyntaxError
+from .diagnostics import Diagnostic, Span
 from .dialect import parse_expression, parse_query
+from .errors import SqlSyntaxError
 
 # How terminals are named to a user in "expected ..." messages.
 _TERMINAL_WORDS = {
@@ -44,7 +45,8 @@ _TERMINAL_WORDS = {
     "QUERY_KW": "QUERY",
 }
 
-_EXPLAIN_TARGET = re.compile(r"\s+FOR\s+(duckdb|spark|runtime)\s*$", re.IGNORECASE)
+# EXPLAIN LOWERED <query> FOR <engine>: the engine's name is checked when the statement is planned.
+_EXPLAIN_TARGET = re.compile(r"\s+FOR\s+([a-z_][a-z0-9_-]*)\s*$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)

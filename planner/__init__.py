@@ -13,28 +13,52 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+import pyarrow as pa
 
 from ..grammar import Query, QueryStatement, parse_statement
 from . import logical
 from .binder import bind_query
 from .catalog import Catalog
 from .ddl import declare
+from .errors import UnsupportedPlan
 from .explain import explain_logical, explain_physical
 from .lower_plan import Lowered, LoweringRefused, lower_plan
 from .lower_stream import unbounded_sources
 from .optimizer import optimize
-from .physical import PhysicalPlan
-from .physical_plan import UnsupportedPlan, plan_physical
+from .physical import OP, PhysicalPlan
+from .physical_plan import plan_physical
 from .types import Schema
 
 
 @dataclass(frozen=True)
 class PlannedQuery:
-    """A query planned for the runtime: the bound plan, the optimized plan, the operator DAG."""
+    """A planned query: the bound plan and the optimized plan, from which each route builds its own.
+
+    The runtime's operator DAG (``physical``) is built when first asked
+    for: by the runtime when it runs the query, or by EXPLAIN of it.
+    """
 
     bound: logical.Node
     optimized: logical.Node
-    physical: PhysicalPlan
+
+    @cached_property
+    def physical(self) -> PhysicalPlan:
+        """The runtime's operator DAG.
+
+        Raises:
+            UnsupportedPlan: the runtime cannot run this query.
+        """
+        return plan_physical(self.optimized)
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """The result's columns as every route writes them: an updating result carries its row kind in ``__op``."""
+        schema = self.optimized.schema.to_arrow()
+        if self.changelog == logical.UPDATING and OP not in schema.names:
+            schema = schema.append(pa.field(OP, pa.int8()))
+        return schema
 
     @property
     def schema(self) -> Schema:
@@ -81,7 +105,7 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
         query, source = stmt.query, stmt.source
     bound = bind_query(query, catalog, source)
     optimized = optimize(bound)
-    return PlannedQuery(bound, optimized, plan_physical(optimized))
+    return PlannedQuery(bound, optimized)
 
 
 __all__ = ["Catalog", "declare", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",

@@ -36,8 +36,9 @@ Example:
     ...                   "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '10' SECOND, INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
-    >>> backfill_refusal(p.optimized, "duckdb") is None, state_reach(p.optimized)
-    (True, 60000000)
+    >>> check_backfill(p.optimized, "duckdb")  # nothing refused
+    >>> state_reach(p.optimized)
+    60000000
 """
 
 from __future__ import annotations
@@ -50,17 +51,7 @@ from .logical_late import LateScan
 from .lower_sql import LoweringRefused, micros
 from .sqlgen import lit
 
-BACKFILLS = ("off", "duckdb", "spark")
 NO_EVENTS = -(2**62)  # a source without events holds the watermark back (below every time)
-
-
-def backfill_refusal(root: L.Node, route: str) -> LoweringRefused | None:
-    """Why the query cannot backfill its history on ``route`` and continue live (None: it can)."""
-    try:
-        check_backfill(root, route)
-    except LoweringRefused as e:
-        return e
-    return None
 
 
 def _refuse(route: str, what: str, why: str) -> LoweringRefused:

@@ -31,6 +31,7 @@ from .joins import Join
 from .lower_sql import FILE, OP, ROW, alias, and_, c, micros, sub, window
 from .lower_stream import interval_bound
 from .sqlgen import lit
+from .vocabulary import ChangeOp
 
 KIND = {"inner": None, "left": "LEFT", "right": "RIGHT", "full": "FULL"}
 
@@ -89,9 +90,9 @@ def _temporal(lw, node: Join):
                   [exp.Ordered(this=c(FILE), desc=True), exp.Ordered(this=c(ROW), desc=True)])
     renamed = [alias(c(inner), out) for inner, out in right_names.items()]
     raw = exp.select(*renamed, c(OP), c(FILE), c(ROW)).from_(lw.use(changes)).where(
-        exp.NEQ(this=c(OP), expression=lit(1)))
+        exp.NEQ(this=c(OP), expression=lit(int(ChangeOp.UPDATE_BEFORE))))
     ranked = exp.select("*", alias(last, "__rn")).from_(sub(raw, "v"))
-    versions = exp.select(*[c(n) for n in node.right_names], alias(exp.EQ(this=c(OP), expression=lit(3)), "__del"),
+    versions = exp.select(*[c(n) for n in node.right_names], alias(exp.EQ(this=c(OP), expression=lit(int(ChangeOp.DELETE))), "__del"),
                           alias(micros(c(vt)), "__vt")).from_(sub(ranked, "k")).where(
         exp.EQ(this=c("__rn"), expression=lit(1)))
     # Valid until the next version of the same join key (the runtime's ASOF join matches on exactly these).

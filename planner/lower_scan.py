@@ -57,6 +57,7 @@ from .lower_sql import (
 )
 from .physical_plan import computed_columns_sql, source_columns
 from .sqlgen import lit
+from .vocabulary import ADDITIONS, RETRACTIONS
 
 ORDER_TYPES = {FILE: pa.int32(), ROW: pa.int64(), MAX_BEFORE: pa.int64()}
 
@@ -120,7 +121,7 @@ def is_late(spec: ScanSpec, max_before: exp.Expression) -> exp.Expression:
     late = exp.Coalesce(this=exp.LT(this=t, expression=exp.Sub(this=max_before, expression=lit(spec.bound_us))),
                         expressions=[exp.false()])
     if spec.source.kind == "table":
-        late = and_(late, exp.Not(this=exp.In(this=c(OP), expressions=[lit(1), lit(3)])))
+        late = and_(late, exp.Not(this=exp.In(this=c(OP), expressions=[lit(int(o)) for o in RETRACTIONS])))
     return exp.Paren(this=late)
 
 
@@ -137,7 +138,7 @@ def late_rows(spec: ScanSpec, per_file_max: bool, add_cte) -> tuple[exp.Expressi
     if per_file_max:
         t = micros(c(spec.time_column))
         if spec.source.kind == "table":  # retractions do not move the watermark
-            t = exp.Case(ifs=[exp.If(this=exp.In(this=c(OP), expressions=[lit(1), lit(3)]), true=exp.Null())],
+            t = exp.Case(ifs=[exp.If(this=exp.In(this=c(OP), expressions=[lit(int(o)) for o in RETRACTIONS]), true=exp.Null())],
                          default=t)
         files = exp.select(c(FILE), alias(exp.Max(this=t), "__fmax")).from_(table(spec.relation)).group_by(c(FILE))
         files_name = add_cte(f"{spec.relation}_files", files)
@@ -175,4 +176,4 @@ def table_state(changes: str, schema, keys: tuple[str, ...]) -> exp.Select:
                     [exp.Ordered(this=c(FILE), desc=True), exp.Ordered(this=c(ROW), desc=True)])
     ranked = exp.select(*[c(f.name) for f in schema], c(OP), alias(latest, "__rn")).from_(table(changes))
     return exp.select(*[c(f.name) for f in schema]).from_(sub(ranked, "k")).where(
-        and_(exp.EQ(this=c("__rn"), expression=lit(1)), exp.In(this=c(OP), expressions=[lit(0), lit(2)])))
+        and_(exp.EQ(this=c("__rn"), expression=lit(1)), exp.In(this=c(OP), expressions=[lit(int(o)) for o in ADDITIONS])))

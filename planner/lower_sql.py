@@ -22,22 +22,15 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from .physical_plan import UnsupportedPlan
+from .errors import LoweringRefused  # noqa: F401 - (the lowering modules take it from here)
 from .sqlgen import floor_to, lit
 from .types import to_sql_type
+from .vocabulary import OP  # noqa: F401 - (lowering modules take it from here)
 
 DIALECTS = ("duckdb", "spark")
-FILE, ROW, MAX_BEFORE, OP = "__file", "__row", "__mx", "__op"  # columns every scan relation carries
+FILE, ROW, MAX_BEFORE = "__file", "__row", "__mx"  # columns every scan relation carries (and OP for changes)
 ORDER = (FILE, ROW)  # source order: the file's place in the source, the row's place in the file
 RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
-
-
-class LoweringRefused(UnsupportedPlan):
-    """A query a route other than the runtime cannot run; the message names the operator and the route that can."""
-
-    def __init__(self, message: str, what: str = "", why: str = ""):
-        super().__init__(message)
-        self.what, self.why = what, why
 
 
 def ident(name: str) -> exp.Identifier:

@@ -38,10 +38,12 @@ Example:
     ...                   "WITH (connector = 'file', path = 'in/', format = 'json', watch = 'true')")
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
-    >>> stream_refusal(p.optimized) is None
-    True
+    >>> check_stream(p.optimized)  # nothing refused
     >>> p = plan_query("SELECT k, COUNT(*) AS n FROM s GROUP BY k", catalog)
-    >>> print(stream_refusal(p.optimized))  # doctest: +ELLIPSIS
+    >>> try:
+    ...     check_stream(p.optimized)
+    ... except LoweringRefused as refused:
+    ...     print(refused)  # doctest: +ELLIPSIS
     the spark route cannot run the group aggregate Aggregate(keys=[k], ...) over the unbounded stream 's': ...
 """
 
@@ -105,15 +107,6 @@ def from_source_time(node: L.Node, col: str) -> bool:
         side, inner = node.input_name(col)
         return from_source_time(node.inputs[side], inner)
     return False
-
-
-def stream_refusal(root: L.Node) -> LoweringRefused | None:
-    """Why Spark Structured Streaming cannot run ``root`` (None: it can)."""
-    try:
-        check_stream(root)
-    except LoweringRefused as e:
-        return e
-    return None
 
 
 def _refuse(what: str, stream: str | None, why: str, batch_too: bool = True) -> LoweringRefused:

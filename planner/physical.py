@@ -15,10 +15,10 @@ import pyarrow as pa
 
 from .catalog import SourceDef
 from .logical import WindowSpec
+from .vocabulary import OP  # noqa: F401 - the changelog column of updating streams (codes: vocabulary.ChangeOp)
 
 BATCH = "__input"  # the relation name per-batch SQL reads
 PANE = "__pane"  # the pane start (epoch microseconds) column of partial aggregates
-OP = "__op"  # the changelog column of updating streams (int8: 0 +I, 1 -U, 2 +U, 3 -D)
 
 
 @dataclass(frozen=True)

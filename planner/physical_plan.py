@@ -15,10 +15,10 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from ..grammar import DsmsError
 from . import logical as L
 from . import sqlgen as S
 from .bind_emit import source_lateness_us
+from .errors import UnsupportedPlan
 from .expressions import col
 from .joins import Join
 from .logical_cql import SnapshotDiff, StreamOf
@@ -45,6 +45,7 @@ from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .timeutil import parse_duration
 from .types import Schema, sum_type
+from .vocabulary import ADDITIONS, RETRACTIONS
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
 
@@ -155,9 +156,9 @@ class _Planner(JoinPlanning):
                         input_sql=S.render(S.chain_sql(chain)) if chain else None)
 
     def plan_StreamOf(self, node: StreamOf) -> int:
-        ops = (0, 2) if node.kind == "insert" else (1, 3)
+        ops = ADDITIONS if node.kind == "insert" else RETRACTIONS
         sql = exp.select(*[col(f.name) for f in node.schema]).from_(S.batch_table()).where(
-            exp.column(OP, quoted=True).isin(*[exp.Literal.number(o) for o in ops]))
+            exp.column(OP, quoted=True).isin(*[exp.Literal.number(int(o)) for o in ops]))
         return self.add(CalcOp, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
 
     def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
@@ -373,10 +374,6 @@ def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
     return f"{node.label()} over {' -> '.join(n.label() for n in chain)}"
 
 
-
-
-class UnsupportedPlan(DsmsError):
-    """A query the chosen route cannot run (yet); the message says what to do instead."""
 
 
 def _unsupported(what: str, instead: str) -> UnsupportedPlan:

@@ -39,13 +39,14 @@ from .logical_late import LateScan
 from .lower_plan import refusal
 from .lower_stream import unbounded_sources
 
-ENGINES = ("auto", "runtime", "duckdb", "spark")
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
 
 @dataclass(frozen=True)
-class Route:
+class RouteChoice:
+    """Which engine runs a query and why; the runtime's route registry finds the route that serves it."""
+
     engine: str  # runtime | duckdb | spark
     reason: str
     continuous: bool = False  # spark over watched files: a Structured Streaming query (lower_stream.py)
@@ -81,7 +82,7 @@ def sources_of(root: L.Node) -> list[SourceDef]:
     return list(found.values())
 
 
-def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> Route:
+def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> RouteChoice:
     """The route of the query ``root`` under ``settings``, with its backfill (``SET 'backfill'``).
 
     Raises:
@@ -97,41 +98,41 @@ def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], i
     return replace(route, backfill=backfill)
 
 
-def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> Route:
+def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> RouteChoice:
     """The engine (``estimate(source)``: its size in bytes; if it raises, the query stays on the runtime,
     which reports the problem where it reads)."""
     engine = settings.get("engine", "auto").lower()
     if engine == "runtime":
-        return Route("runtime", "SET 'engine' = 'runtime'")
+        return RouteChoice("runtime", "SET 'engine' = 'runtime'")
     if engine == "spark" and unbounded_sources(root):
         refused = refusal(root, engine, streaming=True)
         if refused is not None:
             raise refused
         names = ", ".join(f"'{s.name}'" for s in unbounded_sources(root))
-        return Route(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
-    if engine in ("duckdb", "spark"):
+        return RouteChoice(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
+    if engine != "auto":  # a batch route asked for by name (SET 'engine' checks the name against the routes)
         refused = refusal(root, engine)
         if refused is not None:
             raise refused
-        return Route(engine, f"SET 'engine' = '{engine}'")
+        return RouteChoice(engine, f"SET 'engine' = '{engine}'")
     refused = refusal(root, "duckdb")
     if refused is not None:
-        return Route("runtime", f"the batch routes cannot {refused.what}: {refused.why}")
+        return RouteChoice("runtime", f"the batch routes cannot {refused.what}: {refused.why}")
     sources = sources_of(root)
     idle = [s.name for s in sources if "idle_timeout" in s.options]
     if idle:
-        return Route("runtime", f"'{idle[0]}' has an idle_timeout, which depends on processing time")
+        return RouteChoice("runtime", f"'{idle[0]}' has an idle_timeout, which depends on processing time")
     if root.changelog == L.UPDATING:
-        return Route("runtime", "the result is updating: the runtime emits its changes, a batch route only its "
+        return RouteChoice("runtime", "the result is updating: the runtime emits its changes, a batch route only its "
                                 "final rows (SET 'engine' = 'duckdb' or 'spark' for those)")
     if settings.get("spark.master"):
-        return Route("spark", f"spark.master is '{settings['spark.master']}'")
+        return RouteChoice("spark", f"spark.master is '{settings['spark.master']}'")
     try:
         size = sum(estimate(s) for s in sources)
     except Exception as e:  # noqa: BLE001 - the runtime reports a missing file where it reads it
-        return Route("runtime", f"the input could not be sized ({e})")
+        return RouteChoice("runtime", f"the input could not be sized ({e})")
     limit = parse_size(settings.get("batch.max_bytes", str(2 * 1024**3)))
     if size <= limit:
-        return Route("duckdb", f"bounded files, about {format_size(size)}, within batch.max_bytes "
+        return RouteChoice("duckdb", f"bounded files, about {format_size(size)}, within batch.max_bytes "
                                f"({format_size(limit)})")
-    return Route("spark", f"bounded files, about {format_size(size)}, more than batch.max_bytes ({format_size(limit)})")
+    return RouteChoice("spark", f"bounded files, about {format_size(size)}, more than batch.max_bytes ({format_size(limit)})")

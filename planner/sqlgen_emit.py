@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from .physical import OP
 from .sqlgen_group import q, sql_type
+from .vocabulary import ChangeOp
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,9 @@ def emit_sql(op_id: int, schema: pa.Schema, identity: tuple[str, ...], scope: tu
     def on(a: str, b: str, names) -> str:
         return " AND ".join(f"{a}.{q(c)} IS NOT DISTINCT FROM {b}.{q(c)}" for c in names) or "TRUE"
 
-    def rows(alias: str, op: int, group: int, rank: str = "0", prefix: str = "") -> str:
+    def rows(alias: str, op: ChangeOp, group: int, rank: str = "0", prefix: str = "") -> str:
         items = ", ".join(f"{alias}.{q(prefix + c)} AS {q(c)}" for c in cols)
-        return f"{items}, CAST({op} AS TINYINT) AS {q(OP)}, {group} AS __g, {rank} AS __rank"
+        return f"{items}, CAST({op.sql} AS TINYINT) AS {q(OP)}, {group} AS __g, {rank} AS __rank"
 
     changed = " OR ".join(f"o.{q(c)} IS DISTINCT FROM c.{q(c)}" for c in values) or "FALSE"
     paired = ", ".join([f"o.{q(c)} AS {q('__o_' + c)}" for c in cols] + [f"c.{q(c)} AS {q('__n_' + c)}" for c in cols])
@@ -58,10 +59,10 @@ def emit_sql(op_id: int, schema: pa.Schema, identity: tuple[str, ...], scope: tu
         f"CREATE OR REPLACE TEMP TABLE {pairs} AS SELECT row_number() OVER () AS __rank, {paired} "
         f"FROM {old} o JOIN {cur} c ON {on('o', 'c', identity)} WHERE {changed}",
         f"CREATE OR REPLACE TEMP TABLE __emit_changes_{op_id} AS SELECT {', '.join(q(c) for c in cols)}, {q(OP)} FROM ("
-        f"SELECT {rows('o', 3, 0)} FROM {old} o ANTI JOIN {cur} c ON {on('o', 'c', identity)} UNION ALL "
-        f"SELECT {rows('p', 1, 1, 'p.__rank * 2', '__o_')} FROM {pairs} p UNION ALL "
-        f"SELECT {rows('p', 2, 1, 'p.__rank * 2 + 1', '__n_')} FROM {pairs} p UNION ALL "
-        f"SELECT {rows('c', 0, 2)} FROM {cur} c ANTI JOIN {old} o ON {on('c', 'o', identity)}"
+        f"SELECT {rows('o', ChangeOp.DELETE, 0)} FROM {old} o ANTI JOIN {cur} c ON {on('o', 'c', identity)} UNION ALL "
+        f"SELECT {rows('p', ChangeOp.UPDATE_BEFORE, 1, 'p.__rank * 2', '__o_')} FROM {pairs} p UNION ALL "
+        f"SELECT {rows('p', ChangeOp.UPDATE_AFTER, 1, 'p.__rank * 2 + 1', '__n_')} FROM {pairs} p UNION ALL "
+        f"SELECT {rows('c', ChangeOp.INSERT, 2)} FROM {cur} c ANTI JOIN {old} o ON {on('c', 'o', identity)}"
         f") AS changes ORDER BY __g, __rank",
         f"DELETE FROM {table} USING __scope s WHERE {on(table, 's', scope)}",
         f"INSERT INTO {table} SELECT {', '.join(q(c) for c in cols)} FROM {cur}",

@@ -26,6 +26,7 @@ from sqlglot import exp
 from .logical import AggCall
 from .physical import OP
 from .types import Schema, sum_type, to_sql_type
+from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
 
 def q(name: str) -> str:
@@ -58,7 +59,7 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     def keys_of(alias: str) -> list[str]:
         return [f"{alias}.{k}" for k in K]
 
-    sign = f"CASE WHEN {q(OP)} IN (1, 3) THEN -1 ELSE 1 END" if updating_input else "1"
+    sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
     signed = f"(SELECT *, {sign} AS __sg FROM ({input_sql}) AS __rows)"
 
     columns = [(k, t) for k, t in zip(K, key_types)] + [("__cnt", "BIGINT")]
@@ -132,18 +133,18 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     names = K + [q(a.name) for a in aggs]
     changed = " OR ".join(f"o.__out{i} IS DISTINCT FROM n.__out{i}" for i in range(len(outputs))) or "FALSE"
 
-    def rows(src: str, op: int, order: int) -> str:
+    def rows(src: str, op: ChangeOp, order: int) -> str:
         values = keys_of(src) + [f"{src}.__out{i}" for i in range(len(outputs))]
         return (", ".join(f"{v} AS {name}" for v, name in zip(values, names)) +
-                f", CAST({op} AS TINYINT) AS {q(OP)}, {order} AS __ord")
+                f", CAST({op.sql} AS TINYINT) AS {q(OP)}, {order} AS __ord")
 
     both = f"FROM {o} o JOIN {n} n ON {on('o', 'n')}"
     per_batch += [
         f"CREATE OR REPLACE TEMP TABLE {emit} AS SELECT {', '.join(names + [q(OP)])} FROM ("
-        f"SELECT {rows('o', 1, 0)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', 2, 1)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', 0, 1)} FROM {n} n ANTI JOIN {o} o ON {on('n', 'o')} WHERE n.__cnt > 0 UNION ALL "
-        f"SELECT {rows('o', 3, 0)} {both} WHERE n.__cnt <= 0) AS changes ORDER BY __ord",
+        f"SELECT {rows('o', ChangeOp.UPDATE_BEFORE, 0)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
+        f"SELECT {rows('n', ChangeOp.UPDATE_AFTER, 1)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
+        f"SELECT {rows('n', ChangeOp.INSERT, 1)} FROM {n} n ANTI JOIN {o} o ON {on('n', 'o')} WHERE n.__cnt > 0 UNION ALL "
+        f"SELECT {rows('o', ChangeOp.DELETE, 0)} {both} WHERE n.__cnt <= 0) AS changes ORDER BY __ord",
         f"DELETE FROM {state} USING {d} WHERE {on(state, d)}",
         f"INSERT INTO {state} SELECT * FROM {n} WHERE __cnt > 0",
         f"SELECT * FROM {emit}",

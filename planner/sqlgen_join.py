@@ -20,6 +20,7 @@ from . import sqlgen as S
 from .joins import Join
 from .physical import BATCH, OP
 from .sqlgen_group import q, sql_type
+from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
 SEQ = "__seq"  # arrival number the runtime adds to a versioned table's batches
 ID = "__id"  # row id the runtime adds to an outer side's batches (interval joins)
@@ -102,7 +103,7 @@ def epoch(alias: str, column: str) -> str:
 
 
 def sign() -> str:
-    return f"CASE WHEN {q(OP)} IN (1, 3) THEN -1 ELSE 1 END"
+    return f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END"
 
 
 # -- interval join -------------------------------------------------------------------------
@@ -188,9 +189,9 @@ def temporal_join_sql(j: JoinSql, keys: tuple[str, ...]) -> dict:
     # Versions by (key, time): the last change at a time wins; -U rows are replaced by their +U.
     on_right = (
         f"CREATE OR REPLACE TEMP TABLE {batch} AS SELECT * EXCLUDE (__rn) FROM (SELECT {j.column_list(1)}, "
-        f"{epoch(BATCH, version_time)} AS __t, {q(OP)} = 3 AS __del, row_number() OVER (PARTITION BY "
+        f"{epoch(BATCH, version_time)} AS __t, {q(OP)} = {ChangeOp.DELETE.sql} AS __del, row_number() OVER (PARTITION BY "
         f"{', '.join(K)}, {epoch(BATCH, version_time)} ORDER BY {SEQ} DESC) AS __rn FROM {BATCH} "
-        f"WHERE {q(OP)} <> 1) AS v WHERE __rn = 1",
+        f"WHERE {q(OP)} <> {ChangeOp.UPDATE_BEFORE.sql}) AS v WHERE __rn = 1",
         f"DELETE FROM {versions} USING {batch} AS b WHERE "
         + " AND ".join(f"{versions}.{k} = b.{k}" for k in K + ["__t"]),
         f"INSERT INTO {versions} SELECT * FROM {batch}",
@@ -263,7 +264,7 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
         cond = j.condition()
         stmts = [
             f"CREATE OR REPLACE TEMP TABLE {delta} AS SELECT {j.column_list(s)}, "
-            + (f"{sign()} AS __sg, {q(OP)} AS __k" if updating[s] else "1 AS __sg, 0 AS __k") + f" FROM {BATCH}",
+            + (f"{sign()} AS __sg, {q(OP)} AS __k" if updating[s] else f"1 AS __sg, {ChangeOp.INSERT.sql} AS __k") + f" FROM {BATCH}",
             f"CREATE OR REPLACE TEMP TABLE {out} AS SELECT {j.outputs()}, {own}.__sg * {other}.__n AS __n, "
             f"{own}.__k FROM {pair} ON {cond}",
         ]
@@ -281,7 +282,7 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
                 f"AS __old FROM {touched} AS q JOIN {tables[1 - s]} AS {other} ON {other}.rowid = q.__yid "
                 f"LEFT JOIN {tables[s]} AS {own} ON {cond} GROUP BY q.__yid, q.__delta",
                 f"INSERT INTO {out} SELECT {j.outputs(null_left=s == 0, null_right=s == 1)}, CASE WHEN q.__old = 0 "
-                f"THEN -{other}.__n ELSE {other}.__n END, CASE WHEN q.__old = 0 THEN 3 ELSE 0 END FROM {counted} "
+                f"THEN -{other}.__n ELSE {other}.__n END, CASE WHEN q.__old = 0 THEN {ChangeOp.DELETE.sql} ELSE {ChangeOp.INSERT.sql} END FROM {counted} "
                 f"AS q JOIN {tables[1 - s]} AS {other} ON {other}.rowid = q.__yid "
                 f"WHERE (q.__old = 0) <> (q.__old + q.__delta = 0)",
             ]
@@ -291,10 +292,10 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {delta}")
         # The net change of each output row: retractions first, a row held n times emitted n times.
         stmts.append(
-            f"SELECT {names}, CAST(CASE WHEN __net > 0 THEN (CASE WHEN __upd THEN 2 ELSE 0 END) "
-            f"ELSE (CASE WHEN __upd THEN 1 ELSE 3 END) END AS TINYINT) AS {q(OP)} FROM (SELECT {names}, __net, "
+            f"SELECT {names}, CAST(CASE WHEN __net > 0 THEN (CASE WHEN __upd THEN {ChangeOp.UPDATE_AFTER.sql} ELSE {ChangeOp.INSERT.sql} END) "
+            f"ELSE (CASE WHEN __upd THEN {ChangeOp.UPDATE_BEFORE.sql} ELSE {ChangeOp.DELETE.sql} END) END AS TINYINT) AS {q(OP)} FROM (SELECT {names}, __net, "
             f"__upd, unnest(range(abs(__net))) AS __i FROM (SELECT {names}, CAST(SUM(__n) AS BIGINT) AS __net, "
-            f"bool_or(__k IN (1, 2)) AS __upd FROM {out} GROUP BY ALL) AS g WHERE __net <> 0) AS e "
+            f"bool_or(__k IN {sql_codes((ChangeOp.UPDATE_BEFORE, ChangeOp.UPDATE_AFTER))}) AS __upd FROM {out} GROUP BY ALL) AS g WHERE __net <> 0) AS e "
             f"ORDER BY __net > 0")
         on_batch.append(tuple(stmts))
     return dict(setup=setup, state_tables=tables, on_batch=tuple(on_batch))

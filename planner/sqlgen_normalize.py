@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from .physical import BATCH, OP
 from .sqlgen_group import q, sql_type
+from .vocabulary import ADDITIONS, ChangeOp, sql_codes
 
 SEQ = "__seq"  # the arrival number of each change in its batch, added by the runtime
 
@@ -59,14 +60,14 @@ def normalize_sql(op_id: int, columns: list[tuple[str, object]], keys: tuple[str
     current = ", ".join(C)
     before = ", ".join(k for k in K) + "".join(f", __q{i} AS {v}" for i, v in enumerate(V))
 
-    def part(items: str, op: int, sub: int, where: str) -> str:
-        return f"SELECT {items}, CAST({op} AS TINYINT) AS {q(OP)}, {SEQ}, {sub} AS __sub FROM __nq WHERE {where}"
+    def part(items: str, op: ChangeOp, sub: int, where: str) -> str:
+        return f"SELECT {items}, CAST({op.sql} AS TINYINT) AS {q(OP)}, {SEQ}, {sub} AS __sub FROM __nq WHERE {where}"
 
     setup = (f"CREATE TABLE IF NOT EXISTS {state} ({', '.join(f'{q(n)} {sql_type(t)}' for n, t in columns)})",)
     per_batch = (
         # __u: 1 upsert, 0 delete, 2 a -U made redundant by the upsert of its key that follows it
-        f"CREATE OR REPLACE TEMP TABLE {kinds} AS SELECT * FROM (SELECT *, CASE WHEN {q(OP)} IN (0, 2) THEN 1 "
-        f"WHEN {q(OP)} = 1 AND LEAD({q(OP)}) OVER {w} IN (0, 2) THEN 2 ELSE 0 END AS __u FROM {BATCH}) "
+        f"CREATE OR REPLACE TEMP TABLE {kinds} AS SELECT * FROM (SELECT *, CASE WHEN {q(OP)} IN {sql_codes(ADDITIONS)} THEN 1 "
+        f"WHEN {q(OP)} = {ChangeOp.UPDATE_BEFORE.sql} AND LEAD({q(OP)}) OVER {w} IN {sql_codes(ADDITIONS)} THEN 2 ELSE 0 END AS __u FROM {BATCH}) "
         f"AS b WHERE __u <> 2",
         f"CREATE OR REPLACE TEMP TABLE {changes} AS "
         f"WITH __np AS (SELECT *, LAG({SEQ}) OVER {w} AS __pseq, LAG(__u) OVER {w} AS __pu{lagged} FROM {kinds}), "
@@ -74,10 +75,10 @@ def normalize_sql(op_id: int, columns: list[tuple[str, object]], keys: tuple[str
         f"{''.join(', ' + x for x in prev)} FROM __np p "
         f"LEFT JOIN (SELECT *, TRUE AS __present FROM {state}) AS s ON {key_match('p', 's')}) "
         + " UNION ALL ".join([
-            part(before, 1, 0, f"__u = 1 AND __has AND NOT ({same})"),
-            part(current, 2, 1, f"__u = 1 AND __has AND NOT ({same})"),
-            part(current, 0, 1, "__u = 1 AND NOT __has"),
-            part(before, 3, 0, "__u = 0 AND __has"),
+            part(before, ChangeOp.UPDATE_BEFORE, 0, f"__u = 1 AND __has AND NOT ({same})"),
+            part(current, ChangeOp.UPDATE_AFTER, 1, f"__u = 1 AND __has AND NOT ({same})"),
+            part(current, ChangeOp.INSERT, 1, "__u = 1 AND NOT __has"),
+            part(before, ChangeOp.DELETE, 0, "__u = 0 AND __has"),
         ]),
         f"DELETE FROM {state} USING (SELECT DISTINCT {', '.join(K)} FROM {kinds}) AS d WHERE {key_match(state, 'd')}",
         f"INSERT INTO {state} SELECT {current} FROM (SELECT *, row_number() OVER (PARTITION BY {', '.join(K)} "

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from .physical import OP
 from .sqlgen_group import q, sql_type
+from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
 SEQ = "__seq"
 RANK = "__rn"
@@ -70,7 +71,7 @@ def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], o
     rows_t, d, t, m, top, out = (f"__topn_rows_{op_id}", f"__topn_d_{op_id}", f"__touched_{op_id}",
                                  f"__topn_m_{op_id}", f"__top_{op_id}", f"__topn_out_{op_id}")
     P = [q(p) for p in partition]
-    sign = f"CASE WHEN {q(OP)} IN (1, 3) THEN -1 ELSE 1 END" if updating_input else "1"
+    sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
     source = f"({input_sql})" if input_sql else "__input"
     ddl = ", ".join(f"{q(f.name)} {sql_type(f.type)}" for f in schema)
     setup = (f"CREATE TABLE IF NOT EXISTS {rows_t} ({ddl}, __n BIGINT)",
@@ -94,7 +95,7 @@ def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], o
     )
     multiset = (
         f"CREATE OR REPLACE TEMP TABLE __topn_changes_{op_id} AS SELECT {cols}, "
-        f"CAST(CASE WHEN __d > 0 THEN 0 ELSE 3 END AS TINYINT) AS {q(OP)} FROM ("
+        f"CAST(CASE WHEN __d > 0 THEN {ChangeOp.INSERT.sql} ELSE {ChangeOp.DELETE.sql} END AS TINYINT) AS {q(OP)} FROM ("
         f"SELECT {cols}, __d, unnest(range(abs(__d))) FROM (SELECT {cols}, CAST(SUM(__s) AS BIGINT) AS __d FROM ("
         f"SELECT {cols}, 1 AS __s FROM {top} UNION ALL "
         f"SELECT o.*, -1 AS __s FROM {out} o SEMI JOIN {t} t ON {_on('o', 't', partition)}) AS u "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 from sqlglot import exp
 
-from ..grammar import Diagnostic, DsmsError, Span, SqlError
+from ..grammar import Diagnostic, Span, SqlError
 
 TIMESTAMP = pa.timestamp("us")
 
@@ -61,10 +61,6 @@ _SQL_NAMES = {
     pa.binary(): "VARBINARY",
     pa.null(): "NULL",
 }
-
-
-class TypeError_(DsmsError):
-    """A type the engine does not support."""
 
 
 def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:

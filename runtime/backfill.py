@@ -32,18 +32,24 @@ that grew between the statement and the replay is reported, not guessed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
-from ..grammar import DsmsError
+from ..planner.backfill import state_reach
+from ..planner.explain import explain_physical
 from ..planner.lower_plan import Lowered
 from .batch_read import RunStats, ScanStats
 from .connectors.base import ReaderWrapper
+from .errors import BackfillError
+from .job import Job
 from .operators.base import MIN_WATERMARK
 from .operators.source import SourceLogic
+from .routes import Output, StartContext, backfill_executor
 
-
-class BackfillError(DsmsError):
-    """The history changed while it was backfilled."""
+if TYPE_CHECKING:
+    from ..planner import PlannedQuery
+    from ..planner.routing import RouteChoice
 
 
 class Backfill:
@@ -171,3 +177,28 @@ def _at(position: dict, seam: dict) -> bool:
 
 def _past(position: dict, seam: dict | None) -> bool:
     return seam is not None and _key(position) > _key(seam)
+
+
+class BackfillRoute:
+    """The runtime, after the history of its watched files ran as one statement on a batch route."""
+
+    name = "backfill"
+    engine = None  # taken by a runtime query under SET 'backfill', not asked for by SET 'engine'
+    backfills = False
+    lowers = False
+
+    def serves(self, choice: "RouteChoice") -> bool:
+        return choice.backfill is not None
+
+    def start(self, ctx: StartContext, planned: "PlannedQuery", choice: "RouteChoice", output: Output) -> Job:
+        job = ctx.scheduler.start(ctx.name, planned.physical, output)
+        job.backfill = Backfill(backfill_executor(choice.backfill, ctx.settings),
+                                planned.lowered(choice.backfill, history=True), state_reach(planned.optimized))
+        return job
+
+    def explain(self, planned: "PlannedQuery", choice: "RouteChoice") -> str:
+        history = planned.lowered(choice.backfill, history=True).explain()
+        return f"{explain_physical(planned.physical)}\n-- the history, on {choice.backfill}:\n{history}"
+
+
+ROUTE = BackfillRoute()

@@ -25,13 +25,13 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..grammar import DsmsError
 from ..planner.lower_scan import ScanSpec
 from ..planner.lower_sql import OP
 from .connectors import open_file_source
 from .connectors.base import ReadRequest, SourceError
 from .connectors.files import FileSet
 from .duck import Duck, conform
+from .errors import RouteError  # noqa: F401 - (routes take it from here)
 from .operators.base import MIN_WATERMARK
 from .operators.source import event_times, running_max_before
 
@@ -96,10 +96,6 @@ class ReadPlan:
             options["dead_letter"] = dead_letter
         return open_file_source(ReadRequest(self.name, options, path or self.path, self.read_schema,
                                             self.not_null, self.batch_rows, self.changes))
-
-
-class RouteError(DsmsError):
-    """A batch route failed for a reason other than bad input."""
 
 
 class ScanStats:

@@ -11,10 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..planner.physical import OP
+from ..planner.vocabulary import OP, RETRACTIONS, ChangeOp
+from .errors import ChangelogError
 
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-OP_NAMES = ("+I", "-U", "+U", "-D")
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = ChangeOp  # the row kinds (planner/vocabulary.py)
+OP_NAMES = tuple(op.short for op in ChangeOp)
 
 
 def has_op(table: pa.Table) -> bool:
@@ -35,11 +36,7 @@ def op_names(table: pa.Table) -> pa.Array:
 
 
 def is_retraction(table: pa.Table) -> pa.Array:
-    return pc.is_in(table.column(OP), pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
-
-
-class ChangelogError(ValueError):
-    """A changelog retracted a row that was not there."""
+    return pc.is_in(table.column(OP), pa.array(RETRACTIONS, pa.int8()))
 
 
 def apply_changes(current: pa.Table | None, deltas: list[pa.Table], strict: bool = False) -> pa.Table:

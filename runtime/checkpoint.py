@@ -14,6 +14,9 @@ On disk a checkpoint is a directory ``ckpt-<n>`` holding ``meta.json``
 and one Arrow IPC file per state table. It is written as ``ckpt-<n>.tmp``,
 synced, and renamed, so a crash leaves either the old checkpoint or the
 new one, never half of one; older checkpoints are removed after the rename.
+
+What goes into a checkpoint is the job's to say (``Job.snapshot`` and
+``Job.restore`` of each route's job); this module keeps it on disk.
 """
 
 from __future__ import annotations
@@ -29,9 +32,6 @@ import pyarrow as pa
 
 from ..grammar import DsmsError
 from ..planner.physical import PhysicalPlan
-from .batch_job import BatchJob
-from .job import Job, ValuesSource
-from .spark_stream import SparkStreamJob
 
 _PREFIX = "ckpt-"
 
@@ -43,82 +43,23 @@ class Checkpoint:
     output: dict = field(default_factory=dict)  # the output's position or row count
     contents: pa.Table | None = None  # what a collecting output holds
 
+    @property
+    def route(self) -> str:
+        """The engine the job ran on (a restored query stays on it)."""
+        return self.job.get("route", "runtime")
 
-# -- taking and applying ------------------------------------------------------------------
-
-
-def capture(job: Job | BatchJob) -> Checkpoint:
-    """A checkpoint of ``job`` now (call it between turns)."""
-    if isinstance(job, SparkStreamJob):  # Spark keeps the state: the last micro-batch in the output
-        meta = {"route": job.route, "streaming": True, "batch": job.committed, "done": False,
-                "rows_out": job.metrics.rows_out, "plan": plan_fingerprint(job.plan)}
-        return Checkpoint(meta, {}, *job.output.checkpoint())
-    if isinstance(job, BatchJob):  # no state: whether it finished, and its output
-        meta = {"route": job.route, "done": job.done, "rows_out": job.metrics.rows_out,
-                "plan": plan_fingerprint(job.plan)}
-        return Checkpoint(meta, {}, *job.output.checkpoint())
-    sources = {}
-    for op_id, s in job.sources:
-        sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
-                               "finished": s.finished}
-    meta = {
-        "sources": sources,
-        "in_wm": {str(k): v for k, v in job.in_wm.items()},
-        "combined": {str(k): v for k, v in job.combined.items()},
-        "out_wm": {str(k): v for k, v in job.out_wm.items()},
-        "output_watermark": job.output_watermark,
-        "rows_out": job.metrics.rows_out,
-        "done": job.done,
-        "plan": plan_fingerprint(job.plan),
-        "backfill": "pending" if job.backfill is not None else None,  # not yet: it runs again after a restart
-    }
-    output, contents = job.output.checkpoint()
-    return Checkpoint(meta, job.env.state.snapshot(), output, contents)
-
-
-def restore(job: Job, ckpt: Checkpoint) -> None:
-    """Put ``ckpt`` back into a new job of the same plan (before its first turn)."""
-    meta = ckpt.job
-    if meta.get("plan") != plan_fingerprint(job.plan):
-        raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
-                        "of dsms?), so its state does not fit; drop it and create it again")
-    if isinstance(job, SparkStreamJob):  # micro-batches up to this one are in the output (cut back to it)
-        job.committed = int(meta["batch"])
-        job.metrics.rows_out = int(meta["rows_out"])
-        return
-    if isinstance(job, BatchJob):
-        job.done = bool(meta["done"])  # not done: it runs again from the start, into a truncated output
-        job.metrics.rows_out = int(meta["rows_out"]) if job.done else 0
-        return
-    if meta.get("backfill") != "pending":
-        job.backfill = None  # the history was backfilled before this checkpoint
-    job.env.state.restore(ckpt.state)
-    for op_id, s in job.sources:
-        saved = meta["sources"].get(str(op_id))
-        if saved is None:
-            continue
-        if saved["finished"]:
-            s.finished = True  # it had been read to its end
-        else:
-            _reader(s).seek(saved["position"])
-        s.rows_read, s.late = int(saved["rows_read"]), int(saved["late"])
-    job.in_wm = {int(k): list(v) for k, v in meta["in_wm"].items()}
-    job.combined = {int(k): v for k, v in meta["combined"].items()}
-    job.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
-    job.output_watermark = meta["output_watermark"]
-    job.metrics.rows_out = int(meta["rows_out"])
-    job.done = bool(meta["done"])
+    def check(self, fingerprint: str) -> dict:
+        """The job's part, after checking it was taken of a job planned as ``fingerprint``."""
+        if self.job.get("plan") != fingerprint:
+            raise DsmsError("the query is planned differently from when its checkpoint was taken (another version "
+                            "of dsms?), so its state does not fit; drop it and create it again")
+        return self.job
 
 
 def plan_fingerprint(plan: PhysicalPlan) -> str:
     """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
     ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
     return hashlib.sha256(repr((ops, plan.output)).encode()).hexdigest()[:16]
-
-
-def _reader(source):
-    """What knows a source's position: its reader (VALUES keep their own)."""
-    return source if isinstance(source, ValuesSource) else source.reader
 
 
 # -- on disk --------------------------------------------------------------------------------

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..grammar import DsmsError
-
-
-class RowError(DsmsError):
-    """Rows given to insert() do not fit the stream's columns."""
+from .errors import RowError
 
 
 def to_timestamp(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

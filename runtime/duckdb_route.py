@@ -24,16 +24,19 @@ import pyarrow.compute as pc
 
 from ..planner.lower_plan import Lowered
 from ..planner.lower_sql import MAX_BEFORE, OP
+from ..planner.vocabulary import RETRACTIONS
+from .batch_job import BatchRoute
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, RunStats, ScanStats, read_scan
 from .duck import conform
 
 RESULT_ROWS = 256 * 1024
 
 
-class DuckDBRoute:
+class DuckDBExecutor:
     """Runs lowered DuckDB statements (one connection per run)."""
 
     name = "duckdb"
+    writes_parts = False
 
     def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
         self.settings = settings or {}
@@ -94,6 +97,9 @@ def _counting_late(batches, spec, stats: ScanStats):
         ts = pc.cast(b.column(spec.time_column), pa.int64())
         late = pc.less(ts, pc.subtract(b.column(MAX_BEFORE), spec.bound_us))
         if OP in b.schema.names:
-            late = pc.and_(late, pc.invert(pc.is_in(b.column(OP), pa.array([1, 3], pa.int8()))))
+            late = pc.and_(late, pc.invert(pc.is_in(b.column(OP), pa.array(RETRACTIONS, pa.int8()))))
         stats.late += int(pc.sum(pc.fill_null(late, False)).as_py() or 0)
         yield b
+
+
+ROUTE = BatchRoute("duckdb", DuckDBExecutor)

@@ -16,15 +16,16 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 import duckdb
 import pyarrow as pa
 
-from ..grammar import DsmsError
 from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+from .checkpoint import Checkpoint, plan_fingerprint
 from .connectors.base import SourceReader
+from .errors import EvaluationError  # noqa: F401 - (raised here; programs catch it from dsms)
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
 from .operators.cql import SnapshotDiffLogic
@@ -36,18 +37,14 @@ from .operators.source import SourceLogic
 from .operators.topn import TopNLogic
 from .operators.window_agg import WindowAggLogic
 from .operators.window_emit import WindowEmitLogic
+from .progress import job_progress
+from .routes import JobStats, Output
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
            TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, **JOIN_LOGICS}
-
-
-class Output(Protocol):
-    def write(self, table: pa.Table) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class ValuesSource:
@@ -114,15 +111,6 @@ class JobMetrics:
     meter: RateMeter = field(default_factory=RateMeter)
 
 
-class EvaluationError(DsmsError):
-    """An expression of a query failed on the data it was given (the query stops, as in Flink)."""
-
-    def __init__(self, operator: str, cause: Exception):
-        what = str(cause).strip().split("\n")[0]
-        hint = "; TRY_CAST gives NULL where a value does not convert" if "onver" in what else ""
-        super().__init__(f"the query failed in {operator}: {what}{hint}")
-
-
 class Lifecycle:
     """A job's life as the engine manages it: running, paused, finished, failed or cancelled.
 
@@ -155,8 +143,24 @@ class Lifecycle:
     def runnable(self) -> bool:
         return not (self.done or self.paused or self.cancelled or self.error is not None)
 
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def keep_checkpoints(self, folder: str, take: Callable[[], None]) -> None:
+        """Jobs whose state the engine's checkpoints hold in full keep nothing of their own."""
+
 
 class Job(Lifecycle):
+    """A query on the runtime: its operator DAG driven batch by batch (the ``Job`` protocol of ``routes.py``)."""
+
+    route = "runtime"
+
     def __init__(self, plan: PhysicalPlan, output: Output, env: Env,
                  open_reader: Callable[[SourceOp], SourceReader], late_log: Callable[[SourceOp], object] | None = None):
         self.plan = plan
@@ -354,6 +358,70 @@ class Job(Lifecycle):
 
     # -- inspection ---------------------------------------------------------------
 
+    def stats(self) -> JobStats:
+        rows: dict[str, int] = {}
+        skipped: dict[str, int] = {}
+        for _, s in self.sources:
+            rows[s.name] = max(rows.get(s.name, 0), s.rows_read)
+            n = getattr(getattr(s, "reader", None), "skipped", 0)
+            if n:
+                skipped[s.name] = max(skipped.get(s.name, 0), n)
+        return JobStats(
+            route=self.route, status=self.status, watermark=self.watermark, rows_in=self.rows_in,
+            rows_out=self.metrics.rows_out, events_per_s=self.metrics.meter.rate() if self.runnable else 0.0,
+            late=self.late, state_rows=self.env.state.rows(), state_bytes=self.env.state.nbytes(),
+            sources=rows, skipped=skipped, error=self.error,
+            open_watermarks=tuple(s.watermark for _, s in self.sources if not s.finished))
+
+    def progress(self) -> list[dict]:
+        return job_progress(self)
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    def snapshot(self) -> Checkpoint:
+        """The operators' state, each source's position and the watermarks (call it between turns)."""
+        sources = {}
+        for op_id, s in self.sources:
+            sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
+                                   "finished": s.finished}
+        meta = {
+            "route": self.route,
+            "sources": sources,
+            "in_wm": {str(k): v for k, v in self.in_wm.items()},
+            "combined": {str(k): v for k, v in self.combined.items()},
+            "out_wm": {str(k): v for k, v in self.out_wm.items()},
+            "output_watermark": self.output_watermark,
+            "rows_out": self.metrics.rows_out,
+            "done": self.done,
+            "plan": plan_fingerprint(self.plan),
+            "backfill": "pending" if self.backfill is not None else None,  # not yet: it runs again after a restart
+        }
+        output, contents = self.output.checkpoint()
+        return Checkpoint(meta, self.env.state.snapshot(), output, contents)
+
+    def restore(self, ckpt: Checkpoint) -> None:
+        meta = ckpt.check(plan_fingerprint(self.plan))
+        if meta.get("backfill") != "pending":
+            self.backfill = None  # the history was backfilled before this checkpoint
+        self.env.state.restore(ckpt.state)
+        for op_id, s in self.sources:
+            saved = meta["sources"].get(str(op_id))
+            if saved is None:
+                continue
+            if saved["finished"]:
+                s.finished = True  # it had been read to its end
+            else:
+                _reader(s).seek(saved["position"])
+            s.rows_read, s.late = int(saved["rows_read"]), int(saved["late"])
+        self.in_wm = {int(k): list(v) for k, v in meta["in_wm"].items()}
+        self.combined = {int(k): v for k, v in meta["combined"].items()}
+        self.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
+        self.output_watermark = meta["output_watermark"]
+        self.metrics.rows_out = int(meta["rows_out"])
+        self.done = bool(meta["done"])
+
+    # -- inspection ---------------------------------------------------------------
+
     @property
     def rows_in(self) -> int:
         return sum(s.rows_read for _, s in self.sources)
@@ -369,3 +437,8 @@ class Job(Lifecycle):
     @property
     def watermark(self) -> int:
         return self.output_watermark
+
+
+def _reader(source):
+    """What knows a source's position: its reader (VALUES keep their own)."""
+    return source if isinstance(source, ValuesSource) else source.reader

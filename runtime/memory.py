@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from ..grammar import DsmsError
 from ..planner.physical import OP
+from ..planner.vocabulary import ChangeOp
 
 
 class MemoryLog:
@@ -132,7 +133,7 @@ def data_schema(log: MemoryLog) -> pa.Schema:
     return log.schema.remove(log.schema.get_field_index(OP)) if OP in log.schema.names else log.schema
 
 
-def keyed_changes(table: pa.Table, keys: tuple[str, ...], op: int, name: str) -> pa.Table:
+def keyed_changes(table: pa.Table, keys: tuple[str, ...], op: ChangeOp, name: str) -> pa.Table:
     """Rows given for a table with a primary key, as changes by key (op 0 upsert, 3 delete)."""
     for k in keys:
         if table.column(k).null_count:

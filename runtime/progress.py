@@ -12,12 +12,16 @@ Values are raw (watermarks in epoch microseconds); the facade formats them.
 
 from __future__ import annotations
 
-from .job import Job
+from typing import TYPE_CHECKING
+
 from .operators.base import MAX_WATERMARK
 from .operators.source import SourceLogic
 
+if TYPE_CHECKING:
+    from .job import Job
 
-def job_progress(job: Job) -> list[dict]:
+
+def job_progress(job: "Job") -> list[dict]:
     """One dict per operator of ``job``, sources first, in plan order."""
     sources = dict(job.sources)
     rows = []
@@ -54,11 +58,11 @@ def job_progress(job: Job) -> list[dict]:
     return rows
 
 
-def _source_idle(job: Job, op_id: int, source) -> bool:
+def _source_idle(job: "Job", op_id: int, source) -> bool:
     return bool(job.source_idle.get(op_id)) or (isinstance(source, SourceLogic) and source.idle)
 
 
-def _holder(job: Job, op_id: int, sources: dict) -> int | None:
+def _holder(job: "Job", op_id: int, sources: dict) -> int | None:
     """The source at the end of the lowest-watermark path below ``op_id`` (None: every input is idle)."""
     while op_id not in sources:
         op = job.plan.op(op_id)
@@ -71,7 +75,7 @@ def _holder(job: Job, op_id: int, sources: dict) -> int | None:
     return None if sources[op_id].finished else op_id
 
 
-def _upstream_sources(job: Job, op_id: int, sources: dict) -> set[int]:
+def _upstream_sources(job: "Job", op_id: int, sources: dict) -> set[int]:
     found, stack, seen = set(), [op_id], set()
     while stack:
         current = stack.pop()

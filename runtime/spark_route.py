@@ -34,6 +34,7 @@ from functools import partial
 import pyarrow as pa
 
 from ..planner.lower_plan import Lowered
+from .batch_job import BatchRoute
 from .batch_read import (
     BATCH_ROWS,
     ReadPlan,
@@ -91,10 +92,11 @@ def spark_session(settings: dict):
     return _session
 
 
-class SparkRoute:
+class SparkExecutor:
     """Runs lowered Spark SQL statements."""
 
     name = "spark"
+    writes_parts = True  # a directory sink's parts are written by the executors
 
     def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
         self.settings = settings or {}
@@ -246,3 +248,6 @@ def _translate(e: Exception) -> Exception:
         return found
     first = next((line for line in text.splitlines() if line.strip()), type(e).__name__)
     return RouteError(f"Spark could not run the lowered statement: {first}")
+
+
+ROUTE = BatchRoute("spark", SparkExecutor)

@@ -33,18 +33,23 @@ import os
 import shutil
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from ..planner.lower_plan import Lowered
-from ..planner.physical import PhysicalPlan
 from .batch_job import BatchJob
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, ScanStats, merge_dead_letters
+from .checkpoint import Checkpoint
 from .connectors.dir_sink import DirectorySink
 from .duck import conform
-from .job import Output
 from .operators.base import MIN_WATERMARK
-from .spark_route import BoundedScans, SparkRoute, _naive, _translate, spark_session, write_parts
+from .routes import Output, StartContext
+from .spark_route import BoundedScans, SparkExecutor, _naive, _translate, spark_session, write_parts
+
+if TYPE_CHECKING:
+    from ..planner import PlannedQuery
+    from ..planner.routing import RouteChoice
 
 LATE = "dropped by Spark's watermark"
 
@@ -58,10 +63,11 @@ class SparkStreamJob(BatchJob):
     """
 
     streaming = True
+    kind = "Structured Streaming query"
 
-    def __init__(self, settings: dict, lowered: Lowered, output: Output, plan: PhysicalPlan, reason: str = "",
+    def __init__(self, settings: dict, lowered: Lowered, output: Output, schema: pa.Schema, reason: str = "",
                  batch_rows: int = BATCH_ROWS):
-        super().__init__(SparkRoute(settings, batch_rows), lowered, output, plan, reason)
+        super().__init__(SparkExecutor(settings, batch_rows), lowered, output, schema, reason)
         self.settings, self.batch_rows = settings, batch_rows
         self.out_schema = pa.schema([f for f in self.schema if f.name != "__op"])
         self.rowtime = lowered.schema.rowtime
@@ -79,9 +85,23 @@ class SparkStreamJob(BatchJob):
         self.run_seconds = 0.0
         self.startup_seconds = 0.0
 
-    def attach_state(self, path: str, on_commit) -> None:
-        """Keep Spark's checkpoint under ``path`` and checkpoint the query after each micro-batch."""
-        self.state_path, self.on_commit = path, on_commit
+    def keep_checkpoints(self, folder: str, take) -> None:
+        """Keep Spark's checkpoint under ``folder`` and checkpoint the query (``take``) after each micro-batch,
+        so its output never runs ahead of its checkpoint."""
+        if self.state_path is None:
+            self.state_path, self.on_commit = folder, take
+
+    def snapshot(self) -> Checkpoint:
+        """Spark keeps the state: the last micro-batch in the output."""
+        meta = {"route": self.route, "streaming": True, "batch": self.committed, "done": False,
+                "rows_out": self.metrics.rows_out, "plan": self.fingerprint()}
+        return Checkpoint(meta, {}, *self.output.checkpoint())
+
+    def restore(self, ckpt: Checkpoint) -> None:
+        """Micro-batches up to the checkpoint's are in the output (cut back to it)."""
+        meta = ckpt.check(self.fingerprint())
+        self.committed = int(meta["batch"])
+        self.metrics.rows_out = int(meta["rows_out"])
 
     # -- driving --------------------------------------------------------------------------
 
@@ -114,7 +134,7 @@ class SparkStreamJob(BatchJob):
         register(spark)
         self._location = self._checkpoint_location()
         self._bounded = BoundedScans(spark, self.batch_rows)
-        for spec, stats in zip(self.lowered.scans, self.stats.scans):
+        for spec, stats in zip(self.lowered.scans, self.run_stats.scans):
             if spec.streaming:
                 plan = ReadPlan.of(spec, self.batch_rows)
                 dead = self._temp("dsms-dead-letter-") if plan.dead_letter_path() else None
@@ -247,3 +267,29 @@ class SparkStreamJob(BatchJob):
         return (moment - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
     output_watermark = watermark
+
+
+class SparkStreamRoute:
+    """The continuous Spark route: a query over watched files as a Spark Structured Streaming query."""
+
+    name = "spark-streaming"
+    engine = "spark"
+    backfills = False  # the batch Spark route backfills
+    lowers = True
+
+    def serves(self, choice: "RouteChoice") -> bool:
+        return choice.engine == self.engine and choice.continuous
+
+    def start(self, ctx: StartContext, planned: "PlannedQuery", choice: "RouteChoice", output: Output) -> SparkStreamJob:
+        job = SparkStreamJob(dict(ctx.settings), self._lowered(planned), output, planned.output_schema, choice.reason)
+        ctx.scheduler.add(ctx.name, job)
+        return job
+
+    def explain(self, planned: "PlannedQuery", choice: "RouteChoice") -> str:
+        return self._lowered(planned).explain()
+
+    def _lowered(self, planned: "PlannedQuery") -> Lowered:
+        return planned.lowered(self.engine, streaming=True)
+
+
+ROUTE = SparkStreamRoute()

@@ -21,14 +21,19 @@ def update_goldens(request):
 def golden(update_goldens):
     """``golden(name, text)``: ``text`` must equal the file tests/goldens/<name>.
 
-    With ``--update-goldens``, or when the file does not exist yet, ``text`` is written to it first.
+    With ``--update-goldens``, ``text`` is written to it first (then read the diff). A missing file
+    fails the test: a golden nobody wrote down would pass whatever the output.
     """
 
     def check(name: str, text: str) -> None:
         path = os.path.join(GOLDENS, name)
-        if update_goldens or not os.path.exists(path):
+        if update_goldens:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(text)
+        if not os.path.exists(path):
+            pytest.fail(f"no golden file tests/goldens/{name}: run pytest --update-goldens to write it, "
+                        "then read it", pytrace=False)
         with open(path) as f:
             assert text == f.read()
 

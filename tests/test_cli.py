@@ -141,10 +141,20 @@ def test_on_error_skip_counts_and_dead_letters_bad_rows(tmp_path, capsys):
     assert dead[1]["column"] == "v"
 
 
-def test_explain_prints_every_operator_with_mode_and_watermark(tmp_path, capsys):
+def test_explain_prints_the_statement_of_a_batch_route(capsys):
     assert main(["explain", os.path.join(EXAMPLE, "ad_ctr.sql")]) == 0
     out = capsys.readouterr().out
-    assert "-- sink ctr  (append-only)" in out
+    assert "-- sink ctr  (append-only)\nroute: duckdb (bounded files" in out
+    assert "-- __scan0: impressions (json files at" in out and "-- __scan1: clicks (json files at" in out
+    assert 'FROM "__scan0"' in out and "WindowAggregate" not in out  # no runtime operators: DuckDB runs it
+
+
+def test_explain_prints_every_operator_with_mode_and_watermark(tmp_path, capsys):
+    script = open(os.path.join(EXAMPLE, "ad_ctr.sql")).read().replace("'data/", f"'{EXAMPLE}/data/")
+    (tmp_path / "ad_ctr.sql").write_text("SET 'engine' = 'runtime';\n" + script)
+    assert main(["explain", str(tmp_path / "ad_ctr.sql")]) == 0
+    out = capsys.readouterr().out
+    assert "-- sink ctr  (append-only)\nroute: runtime (SET 'engine' = 'runtime')" in out
     assert "WindowAggregate(TUMBLE(ts, 1min), keys=[ad_id]" in out
     assert "watermark: min(impressions.ts - 5s, clicks.ts - 5s)" in out
     assert "Source(impressions, file, json)" in out and "Source(clicks, file, json)" in out

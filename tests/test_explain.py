@@ -67,3 +67,28 @@ def test_explain_shows_mode_and_watermark_for_every_operator():
     assert len(lines) == 7
     assert all("[append-only, watermark: " in ln for ln in lines)
     assert "watermark: min(imp.ts - 5s, clk.ts - 2s)" in lines[1]
+
+
+FILES = """
+CREATE STREAM ev (k VARCHAR, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (connector = 'file', path = 'ev', format = 'parquet'{watch});
+"""
+WINDOW_COUNTS = """SELECT window_start, k, COUNT(*) AS n, SUM(v) AS total
+    FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k"""
+# EXPLAIN prints the plan of the route that runs the query: the lowered statement on DuckDB and Spark, the
+# operator DAG on the runtime, both (with the history's statement) when the runtime backfills.
+ROUTE_CASES = {
+    "route_duckdb": ("SET 'engine' = 'duckdb'", ""),
+    "route_spark": ("SET 'engine' = 'spark'", ""),
+    "route_spark_streaming": ("SET 'engine' = 'spark'", ", watch = 'true'"),
+    "route_backfill": ("SET 'backfill' = 'duckdb'", ", watch = 'true'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROUTE_CASES))
+def test_explain_shows_the_plan_of_the_route_that_runs(case, golden):
+    setting, watch = ROUTE_CASES[case]
+    engine = dsms.Engine(base_dir="/data")  # (paths in the goldens do not depend on where the tests run)
+    engine.execute(setting)
+    engine.execute(FILES.format(watch=watch))
+    golden(f"explain/{case}.txt", engine.execute("EXPLAIN " + WINDOW_COUNTS).message + "\n")

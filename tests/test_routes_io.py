@@ -83,7 +83,7 @@ def test_skipped_rows_reach_the_same_dead_letter_file_on_every_route(tmp_path, s
         engine.run_until_idle()
         results[route] = rows(handle.snapshot())
         letters[route] = [json.loads(line) for line in open(dead)]
-        skipped = {s.name: s.reader.skipped for _, s in handle.job.sources}
+        skipped = handle.job.stats().skipped
         assert skipped == {"ev": 2}, (route, skipped)
     assert [(d["line"], d["column"]) for d in letters["runtime"]] == [(31, None), (11, "v")]
     assert letters["duckdb"] == letters["runtime"] and letters["spark"] == letters["runtime"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..grammar.diagnostics import Diagnostic, Span, SqlError
+from ..errors import Diagnostic, Span, SqlError
 
 
 def inside(path: str, roots: list[str]) -> bool:

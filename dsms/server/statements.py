@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ..errors import Diagnostic, Span, SqlError
 from ..grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -30,8 +31,7 @@ from ..grammar import (
     Show,
     parse_statement,
 )
-from ..grammar.diagnostics import Diagnostic, Span, SqlError
-from ..runtime.changelog import OP
+from ..planner.vocabulary import OP
 from .feeds import Feed
 from .paths import check_paths
 

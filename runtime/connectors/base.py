@@ -13,27 +13,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from ...grammar import DsmsError
-
-
-class SourceError(DsmsError):
-    """Bad input in a source: names the source, the file, the line and the column."""
-
-    def __init__(self, message: str, *, source: str, file: str | None = None, line: int | None = None,
-                 column: str | None = None):
-        self.source, self.file, self.line, self.column = source, file, line, column
-        where = ", ".join(p for p in (
-            f"source '{source}'",
-            f"file {file}" if file else None,
-            f"line {line}" if line is not None else None,
-            f"column '{column}'" if column else None,
-        ) if p)
-        super().__init__(f"{message} ({where})")
-        self.reason = message
-
-
-class SinkError(DsmsError):
-    """A sink cannot be opened or written."""
+from ..errors import SinkError, SourceError  # noqa: F401 - (connectors take them from here)
 
 
 @dataclass(frozen=True)

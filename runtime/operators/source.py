@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.physical import OP, SourceOp
+from ...planner.vocabulary import RETRACTIONS
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env
@@ -57,7 +58,7 @@ def event_times(table: pa.Table, time_column: str, source: str) -> tuple[np.ndar
     if OP not in table.column_names:
         return ts, None
     ops = int64_values(table.column(OP).cast(pa.int64()))
-    retracting = (ops == 1) | (ops == 3)
+    retracting = np.isin(ops, RETRACTIONS)
     return np.where(retracting, MIN_WATERMARK, ts), retracting
 
 
