@@ -60,6 +60,7 @@ from .pull import pulled_views, relation_names, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
+from .runtime.duck import Duck
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.routes import backfill_names, engine_names
 from .runtime.session import Session
@@ -96,6 +97,7 @@ class Engine:
         self.queries = Queries(self)
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
         self._replaying: dict | None = None  # the saved object being recreated
+        self._pull_duck = None  # one DuckDB connection for every pull query (they run one at a time)
         self._in_session = False  # execute_in_session: SET is the client's, not saved
         self.script_tag = None  # tags memory-stream inserts (dsms run --state-dir: the script statement)
         if self.durable is not None:
@@ -308,6 +310,8 @@ class Engine:
     def close(self) -> None:
         """Stop every query; with a state directory, checkpoint them first (they come back on reopening)."""
         with self._lock:
+            if self._pull_duck is not None:
+                self._pull_duck.close()
             self.queries.close()
             for log in self.scheduler.memory.values():
                 if log.journal is not None:
@@ -393,7 +397,9 @@ class Engine:
     def _do_QueryStatement(self, stmt: QueryStatement, base: str) -> Result:
         views = pulled_views(stmt.query.tree, self.catalog)
         if views is not None:
-            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
+            if self._pull_duck is None:
+                self._pull_duck = Duck()
+            table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot(), self._pull_duck)
             return Result("rows", table=table)
         return self._start_query(stmt)
 

@@ -72,10 +72,11 @@ def pulled_views(tree: exp.Expression, catalog: Catalog) -> list[MaterializedVie
     return list(found.values()) if visit(tree, 0) else None
 
 
-def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents) -> pa.Table:
+def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents,
+             duck: Duck | None = None) -> pa.Table:
     """Run a pull query over the views' current rows (``contents(name)`` gives a view's rows).
 
-    Returns the result rows as an Arrow table.
+    Returns the result rows as an Arrow table. ``duck``: a DuckDB connection kept for pull queries.
     """
     snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
     logs: dict[str, MemoryLog] = {}
@@ -90,10 +91,11 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         log.close()
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
-    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)))
+    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)),
+                         duck=duck)
     if finish is None:
         return result
-    duck = Duck()  # ORDER BY / LIMIT of a pull query: over its finished result
+    kept, duck = duck, duck or Duck()  # ORDER BY / LIMIT of a pull query: over its finished result
     try:
         return duck.run(finish.sql(dialect="duckdb"), result)
     except duckdb.Error as e:
@@ -101,7 +103,8 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
                                   node_span(finish.args.get("order") or finish) or stmt.query.span,
                                   stmt.source, help="ORDER BY in a pull query names columns of its result")) from None
     finally:
-        duck.close()
+        if kept is None:
+            duck.close()
 
 
 def _split_order(query: Query) -> tuple[Query, exp.Select | None]:

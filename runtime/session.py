@@ -128,17 +128,22 @@ class Session:
             log.sync()
 
 
-def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True) -> pa.Table:
+def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True,
+                duck: Duck | None = None) -> pa.Table:
     """Run ``planned`` over bounded input to its end on the runtime, outside any scheduler; its result.
 
     For statements that answer at once (INSERT … SELECT / VALUES, pull queries over materialized views).
     ``changes_applied``: an updating result's changelog is applied (else its rows are kept as they come).
+    ``duck``: a connection to reuse (its tables are dropped after), instead of a new one.
     """
     updating = changes_applied and planned.changelog == "updating"
     output = CollectOutput(planned.output_schema, updating, keep_changes=False)
-    env = Env(duck=Duck())
+    env = Env(duck=duck or Duck())
     try:
         Job(planned.physical, output, env, open_reader).run()
     finally:
-        env.duck.close()
+        if duck is None:
+            env.duck.close()
+        else:
+            duck.drop_tables()
     return output.snapshot()
