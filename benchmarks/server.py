@@ -69,15 +69,31 @@ async def pull_latency(url: str, clients: int, seconds: float) -> list[float]:
     return latencies
 
 
-async def insert_rate(url: str, rows: int, per_statement: int = 1000) -> float:
+def insert_statements(statements: int, per_statement: int) -> list[str]:
+    return ["INSERT INTO clicks VALUES " + ", ".join(f"({(s * per_statement + i) % 1000}, {i / 7}, "
+                                                     "TIMESTAMP '2024-01-01 00:00:00')" for i in range(per_statement))
+            for s in range(statements)]
+
+
+async def insert_rate(url: str, statements: list[str], rows: int) -> float:
     conn = await asyncpg.connect(url)
     t = time.perf_counter()
-    for start in range(0, rows, per_statement):
-        values = ", ".join(f"({(start + i) % 1000}, {i / 7}, TIMESTAMP '2024-01-01 00:00:00')"
-                           for i in range(per_statement))
-        await conn.execute(f"INSERT INTO clicks VALUES {values}")
+    for statement in statements:
+        await conn.execute(statement)
     rate = rows / (time.perf_counter() - t)
     await conn.close()
+    return rate
+
+
+def in_process_insert_statements(statements: list[str], rows: int) -> float:
+    """The same INSERT … VALUES statements run by engine.execute in process (parsing them is most of it)."""
+    engine = dsms.Engine()
+    engine.execute(DDL[0])
+    t = time.perf_counter()
+    for statement in statements:
+        engine.execute(statement)
+    rate = rows / (time.perf_counter() - t)
+    engine.close()
     return rate
 
 
@@ -129,8 +145,8 @@ def subscribe_latency(url: str, samples: int) -> list[float]:
         ready.wait(30)
         for k in range(samples):
             ad = 100_000 + k
-            sent = time.perf_counter()
             writer.execute(f"INSERT INTO clicks VALUES ({ad}, 1.0, TIMESTAMP '2024-01-01 00:00:00')")
+            sent = time.perf_counter()  # the insert has returned: from here the engine and the wire
             while ad not in arrived and time.perf_counter() - sent < 10:
                 time.sleep(0.0002)
             if ad in arrived:
@@ -150,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000, help="rows for the INSERT/COPY rates")
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds of pull queries per client count")
+    parser.add_argument("--inserts", type=int, default=5, help="INSERT … VALUES statements (100 rows each)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         proc, port = start_server(folder)
@@ -168,10 +185,14 @@ def main() -> None:
                       f"({len(lat) / args.seconds:6.0f} queries/s)")
             inproc = in_process_rate(args.rows)
             copy = copy_rate(url, args.rows)
-            insert = asyncio.run(insert_rate(url, min(args.rows, 50_000)))
+            statements = insert_statements(args.inserts, 100)
+            insert = asyncio.run(insert_rate(url, statements, args.inserts * 100))
+            insert_inproc = in_process_insert_statements(statements, args.inserts * 100)
             print(f"engine.insert in process: {inproc:10,.0f} rows/s")
-            print(f"COPY FROM STDIN (CSV):    {copy:10,.0f} rows/s  ({copy / inproc:.2f} x in process)")
-            print(f"INSERT … VALUES (1000/statement): {insert:10,.0f} rows/s  ({insert / inproc:.3f} x in process)")
+            print(f"COPY FROM STDIN (CSV):    {copy:10,.0f} rows/s  ({copy / inproc:.2f} x engine.insert)")
+            print(f"INSERT … VALUES, 100 rows a statement: {insert:8,.0f} rows/s over the wire, "
+                  f"{insert_inproc:8,.0f} by engine.execute in process ({insert / insert_inproc:.2f} x); "
+                  f"{insert / inproc:.4f} x engine.insert")
             lat = subscribe_latency(url, 200)
             print(f"SUBSCRIBE, INSERT -> change at another client: p50 {statistics.median(lat):.1f} ms  "
                   f"p99 {pct(lat, 99):.1f} ms  ({len(lat)} inserts)")
