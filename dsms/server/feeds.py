@@ -38,6 +38,7 @@ class Feed:
         self.overrun = False
         self.subscription = None
         self._stop = stop  # what ends the query behind the feed (a SELECT … EMIT CHANGES), if anything
+        self.finite = False  # True: a cursor over rows already there, nothing more will come
         self.on_overrun = None  # called once on the loop when the buffer overflows (the session drops the client)
 
     # -- engine thread -----------------------------------------------------------------

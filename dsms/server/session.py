@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..grammar import QueryStatement, parse_statement
-from ..planner import plan_query
-from ..planner.catalog import DEFAULT_SETTINGS, SourceDef
 from . import wire
 from .catalog import answer_catalog
-from .copy_in import copy_format, parse_copy, target_columns
+from .copy_in import copy_format, parse_copy
+from .cursors import Cursors
+from .encode import encode_copy_lines, encode_rows, is_binary
 from .errors import (
     INSUFFICIENT_RESOURCES,
+    INTERNAL_ERROR,
     INVALID_CURSOR,
     PROTOCOL_VIOLATION,
     QUERY_CANCELED,
@@ -32,7 +31,7 @@ from .errors import (
 from .feeds import Feed, Overrun
 from .inbox import Inbox
 from .param_types import infer_parameter_types
-from .pgtypes import binary_column, decode_parameter, field_description, sql_literal, text_column
+from .pgtypes import decode_parameter, field_description, sql_literal
 from .sqltext import bind_parameters, parameter_count, split_statements, strip_comments
 from .statements import (
     CLIENT_RESET,
@@ -49,8 +48,12 @@ from .statements import (
     SUBSCRIBE,
     TRANSACTION,
     Outcome,
+    SchemaOnly,
+    copy_target,
+    dry_run,
     is_catalog_query,
-    is_push_query,
+    is_dsms_setting,
+    result_columns,
     run_flush,
     run_statement,
     run_subscribe,
@@ -87,12 +90,6 @@ class Portal:
     error: BaseException | None = None
 
 
-@dataclass
-class Cursor:
-    feed: Feed
-    closed: bool = field(default=False)
-
-
 def client_parameters(user: str, startup: dict) -> dict[str, str]:
     params = {"application_name": startup.get("application_name", ""), "client_encoding": "UTF8",
               "DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "TimeZone": "UTC", "integer_datetimes": "on",
@@ -119,7 +116,7 @@ class Session:
         self.out = bytearray()
         self.prepared: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
-        self.cursors: dict[str, Cursor] = {}
+        self.cursors = Cursors(self)
         self.transaction = "I"  # I idle, T in a block, E in a failed block
         self.skip_to_sync = False
         self.cancelled = asyncio.Event()
@@ -139,7 +136,9 @@ class Session:
 
     def send_error(self, error: BaseException, offset: int = 0) -> None:
         e = to_wire(error, offset)
-        if e.code not in ("XX000",) or not isinstance(error, WireError):
+        if e.code == INTERNAL_ERROR:  # not a user's mistake: worth a line in the log
+            log.error("client %d: %s", self.pid, e.message)
+        else:
             log.debug("client %d: %s %s", self.pid, e.code, e.message)
         self.send(wire.error_response(e.code, e.message, e.position, e.detail, e.hint))
 
@@ -263,7 +262,7 @@ class Session:
         portal = self._portal(name)
         await self._start(portal)
         outcome = portal.outcome
-        schema = _schema(outcome)
+        schema = result_columns(outcome)
         portal.described = True
         self.send(wire.no_data() if schema is None else self._row_description(schema, portal.formats))
 
@@ -295,11 +294,11 @@ class Session:
         if first == "FETCH":
             match = FETCH.match(body)
             cursor = self.cursors.get(unquote(match.group(2))) if match else None
-            return cursor.feed.schema if cursor else None
+            return cursor.schema if cursor else None
         if CLIENT_SHOW.match(body) and CLIENT_SHOW.match(body).group(1).lower() not in _DSMS_SHOW_WORDS:
             return pa.schema([(CLIENT_SHOW.match(body).group(1).lower(), pa.string())])
         outcome = await self.execute(body, 0, body, dry=True)
-        return _schema(outcome)
+        return result_columns(outcome)
 
     # -- executing one statement ------------------------------------------------------------
 
@@ -312,12 +311,12 @@ class Session:
             return self._transaction(match.group(1).upper().split()[0])
         if match := CLIENT_SET_TZ.match(body):
             return self._set_client("TimeZone", match.group(1))
-        if (match := CLIENT_SET.match(body)) and not _dsms_setting(match.group(1)):
+        if (match := CLIENT_SET.match(body)) and not is_dsms_setting(match.group(1)):
             return self._set_client(match.group(1), match.group(2))
         if (match := CLIENT_SHOW.match(body)) and match.group(1).lower() not in _DSMS_SHOW_WORDS:
             key = _canonical(self.params, match.group(1))
             return Outcome("SHOW", pa.table({match.group(1).lower(): [self.params.get(key, "")]}))
-        if (match := CLIENT_RESET.match(body)) and not _dsms_setting(match.group(1)):
+        if (match := CLIENT_RESET.match(body)) and not is_dsms_setting(match.group(1)):
             return Outcome("RESET")
         if DISCARD.match(body):
             return Outcome("DISCARD ALL")
@@ -327,7 +326,7 @@ class Session:
             snapshot = (match.group(2) or "true").lower() == "true"
             name = unquote(match.group(1))
             if dry:
-                return await self.host.call(lambda e: Outcome("SUBSCRIBE", feed=_SchemaOnly(
+                return await self.host.call(lambda e: Outcome("SUBSCRIBE", feed=SchemaOnly(
                     e.queries.get(name).planned.schema.to_arrow())))
             return await self.host.call(lambda e: run_subscribe(e, name, snapshot, self.feed_factory, source, offset))
         if match := COPY_SUBSCRIBE.match(body):
@@ -338,17 +337,17 @@ class Session:
         if match := COPY_IN.match(body):
             return await self.copy_in(unquote(match.group(1)), match.group(3), match.group(4))
         if match := DECLARE.match(body):
-            return await self.declare(unquote(match.group(1)), match.group(2), offset + body.find(match.group(2)),
+            return await self.cursors.declare(unquote(match.group(1)), match.group(2), offset + body.find(match.group(2)),
                                       source)
         if match := FETCH.match(body):
-            return await self.fetch(unquote(match.group(2)), match.group(1), match.group(3))
+            return await self.cursors.fetch(unquote(match.group(2)), match.group(1), match.group(3))
         if match := CLOSE.match(body):
-            return await self.close_cursor(unquote(match.group(1)))
+            return await self.cursors.close(unquote(match.group(1)))
         if is_catalog_query(body):
             table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user, self.database))
             return Outcome(f"SELECT {table.num_rows}", table)
         if dry:
-            return await self.host.call(lambda e: _dry_run(e, body, self.settings))
+            return await self.host.call(lambda e: dry_run(e, body, self.settings))
         server = self.server
         return await self.host.call(lambda e: run_statement(e, text, offset, source, self.settings, server.data_root,
                                                             server.data_roots, self.feed_factory))
@@ -401,7 +400,7 @@ class Session:
     async def copy_in(self, name: str, columns: str | None, options: str) -> Outcome:
         fmt = copy_format(options)
         names = [unquote(c.strip()) for c in columns.split(",")] if columns else None
-        source, schema = await self.host.call(lambda e: _copy_target(e, name, names))
+        source, schema = await self.host.call(lambda e: copy_target(e, name, names))
         self.send(wire.copy_in_response(len(schema)))
         await self.flush()
         chunks, failed = [], None
@@ -425,65 +424,10 @@ class Session:
         self.server.metrics.copied(count)
         return Outcome(f"COPY {count}")
 
-    # -- cursors ------------------------------------------------------------------------------
-
-    async def declare(self, name: str, query: str, offset: int, source: str) -> Outcome:
-        if name in self.cursors:
-            raise WireError("42P03", f"cursor \"{name}\" already exists")
-        outcome = await self.execute(query, offset, source)
-        if outcome.feed is None:
-            feed = Feed(self.loop, name, outcome.table.schema if outcome.table is not None else pa.schema([]), 1 << 62)
-            feed.schema = outcome.table.schema if outcome.table is not None else pa.schema([])
-            if outcome.table is not None and outcome.table.num_rows:
-                feed.batches.append(outcome.table)
-                feed.pending_rows = outcome.table.num_rows
-            feed.finite = True
-            self.cursors[name] = Cursor(feed)
-        else:
-            self.cursors[name] = Cursor(outcome.feed)
-        return Outcome("DECLARE CURSOR")
-
-    async def fetch(self, name: str, count: str | None, timeout: str | None) -> Outcome:
-        cursor = self.cursors.get(name)
-        if cursor is None:
-            raise WireError(INVALID_CURSOR, f"cursor \"{name}\" does not exist")
-        limit = None if count is not None and count.upper() == "ALL" else int(count or 1)
-        feed = cursor.feed
-        if getattr(feed, "finite", False) or feed.batches:
-            table = feed.take(limit)
-        else:
-            seconds = _seconds(timeout) if timeout else None
-            table = await self._wait_rows(feed, limit, seconds)
-        return Outcome(f"FETCH {table.num_rows}", table)
-
-    async def _wait_rows(self, feed: Feed, limit: int | None, seconds: float | None) -> pa.Table:
-        self.cancelled.clear()
-        waiting = asyncio.ensure_future(feed.next_rows(limit))
-        cancel = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            done, _ = await asyncio.wait({waiting, cancel}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-            if waiting in done:
-                return waiting.result()
-            if cancel in done:
-                raise WireError(QUERY_CANCELED, "canceling statement due to user request")
-            return feed.schema.empty_table()
-        finally:
-            for task in (waiting, cancel):
-                task.cancel()
-
-    async def close_cursor(self, name: str) -> Outcome:
-        names = list(self.cursors) if name.upper() == "ALL" else [name]
-        for n in names:
-            cursor = self.cursors.pop(n, None)
-            if cursor is None:
-                raise WireError(INVALID_CURSOR, f"cursor \"{n}\" does not exist")
-            await self.end_feed(cursor.feed)
-        return Outcome("CLOSE CURSOR")
-
     # -- sending results --------------------------------------------------------------------
 
     def _row_description(self, schema: pa.Schema, formats: list[int]) -> bytes:
-        return wire.row_description([field_description(f.name, f.type, _binary(formats, i))
+        return wire.row_description([field_description(f.name, f.type, is_binary(formats, i))
                                      for i, f in enumerate(schema)])
 
     async def send_outcome(self, outcome: Outcome, formats: list[int], describe: bool, max_rows: int,
@@ -566,73 +510,3 @@ class Session:
         self.cursors.clear()
         for feed in list(self.feeds):
             await self.end_feed(feed)
-
-
-class _SchemaOnly:
-    """What a dry run of a SUBSCRIBE gives: the columns of its feed."""
-
-    def __init__(self, schema: pa.Schema):
-        self.schema = pa.schema([pa.field("op", pa.string())] + list(schema))
-
-
-def _schema(outcome: Outcome) -> pa.Schema | None:
-    if outcome.feed is not None:
-        return None if "copy" in outcome.notices else outcome.feed.schema
-    return outcome.table.schema if outcome.table is not None else None
-
-
-def _dry_run(engine, text: str, settings: dict) -> Outcome:
-    """The columns of a SELECT/SHOW/DESCRIBE/EXPLAIN, found by planning (queries) or running (the rest)."""
-    stmt = parse_statement(text)
-    if isinstance(stmt, QueryStatement):
-        schema = plan_query(stmt.query, engine.catalog, stmt.source).schema.to_arrow()
-        if is_push_query(stmt):
-            return Outcome("SELECT", feed=_SchemaOnly(schema))
-        return Outcome("SELECT", schema.empty_table())
-    return Outcome("SELECT", engine.execute_in_session(stmt, dict(settings)).table)
-
-
-def _copy_target(engine, name: str, columns: list[str] | None):
-    source = engine.catalog.get(name)
-    if not isinstance(source, SourceDef) or source.connector != "memory":
-        engine._memory_source(name)  # raises the engine's own error: unknown, or not a memory stream
-    return source.name, target_columns(source, columns)
-
-
-def _dsms_setting(key: str) -> bool:
-    return key.lower() in DEFAULT_SETTINGS or "." in key
-
-
-def _binary(formats: list[int], i: int) -> bool:
-    if not formats:
-        return False
-    return (formats[0] if len(formats) == 1 else formats[i] if i < len(formats) else 0) == 1
-
-
-def _seconds(text: str) -> float:
-    match = re.match(r"^\s*([\d.]+)\s*(ms|s|m)?\s*$", text)
-    if not match:
-        raise WireError("22023", f"invalid timeout '{text}' (e.g. '1s', '500ms')")
-    value = float(match.group(1))
-    return value / 1000 if match.group(2) == "ms" else value * 60 if match.group(2) == "m" else value
-
-
-def encode_rows(table: pa.Table, formats: list[int]) -> bytes:
-    """DataRow messages for every row, each column encoded in one go."""
-    if table.num_rows == 0:
-        return b""
-    columns = [binary_column(table.column(i)) if _binary(formats, i) else text_column(table.column(i))
-               for i in range(table.num_columns)]
-    return b"".join(wire.data_row(list(values)) for values in zip(*columns))
-
-
-def encode_copy_lines(table: pa.Table) -> bytes:
-    """CopyData messages in COPY's text format (tab-separated, \\N for NULL)."""
-    if table.num_rows == 0:
-        return b""
-    columns = [text_column(table.column(i)) for i in range(table.num_columns)]
-    escape = {ord("\\"): "\\\\", ord("\t"): "\\t", ord("\n"): "\\n", ord("\r"): "\\r"}
-    lines = []
-    for values in zip(*columns):
-        lines.append(b"\t".join(b"\\N" if v is None else v.decode().translate(escape).encode() for v in values))
-    return b"".join(wire.copy_data(line + b"\n") for line in lines)

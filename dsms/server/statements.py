@@ -31,7 +31,10 @@ from ..grammar import (
     Show,
     parse_statement,
 )
+from ..planner import plan_query
+from ..planner.catalog import DEFAULT_SETTINGS, SourceDef
 from ..planner.vocabulary import OP
+from .copy_in import target_columns
 from .feeds import Feed
 from .paths import check_paths
 
@@ -55,7 +58,7 @@ CATALOG = re.compile(r"\b(pg_catalog|information_schema|pg_[a-z_]+|version\s*\(|
                      r"|session_user|has_\w+_privilege)\b", re.I)
 NO_FROM = re.compile(r"^\s*SELECT\b(?!.*\bFROM\b)", re.I | re.S)
 
-_TAGS = {CreateSource: "CREATE {kind}", CreateView: "CREATE VIEW", CreateMaterializedView: "CREATE MATERIALIZED VIEW",
+_TAGS = {CreateView: "CREATE VIEW", CreateMaterializedView: "CREATE MATERIALIZED VIEW",
          CreateSink: "CREATE SINK", Show: "SHOW", Describe: "DESCRIBE", Explain: "EXPLAIN", SetOption: "SET",
          ResetOption: "RESET", PauseQuery: "PAUSE QUERY", ResumeQuery: "RESUME QUERY"}
 
@@ -150,3 +153,38 @@ def run_flush(engine) -> Outcome:
     while engine.step():
         pass
     return Outcome("FLUSH")
+
+
+class SchemaOnly:
+    """What a dry run of a SUBSCRIBE gives: the columns of its feed."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = pa.schema([pa.field("op", pa.string())] + list(schema))
+
+
+def result_columns(outcome: Outcome) -> pa.Schema | None:
+    if outcome.feed is not None:
+        return None if "copy" in outcome.notices else outcome.feed.schema
+    return outcome.table.schema if outcome.table is not None else None
+
+
+def dry_run(engine, text: str, settings: dict) -> Outcome:
+    """The columns of a SELECT/SHOW/DESCRIBE/EXPLAIN, found by planning (queries) or running (the rest)."""
+    stmt = parse_statement(text)
+    if isinstance(stmt, QueryStatement):
+        schema = plan_query(stmt.query, engine.catalog, stmt.source).schema.to_arrow()
+        if is_push_query(stmt):
+            return Outcome("SELECT", feed=SchemaOnly(schema))
+        return Outcome("SELECT", schema.empty_table())
+    return Outcome("SELECT", engine.execute_in_session(stmt, dict(settings)).table)
+
+
+def copy_target(engine, name: str, columns: list[str] | None):
+    source = engine.catalog.get(name)
+    if not isinstance(source, SourceDef) or source.connector != "memory":
+        engine._memory_source(name)  # raises the engine's own error: unknown, or not a memory stream
+    return source.name, target_columns(source, columns)
+
+
+def is_dsms_setting(key: str) -> bool:
+    return key.lower() in DEFAULT_SETTINGS or "." in key
