@@ -30,8 +30,7 @@ from .planner.timeutil import node_span
 from .planner.types import Schema
 from .runtime.duck import Duck
 from .runtime.memory import MemoryLog
-from .runtime.scheduler import Select
-from .runtime.session import run_bounded
+from .runtime.session import log_reader, run_bounded
 
 
 def relation_names(tree: exp.Expression) -> list[str]:
@@ -72,11 +71,10 @@ def pulled_views(tree: exp.Expression, catalog: Catalog) -> list[MaterializedVie
     return list(found.values()) if visit(tree, 0) else None
 
 
-def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents,
-             duck: Duck | None = None) -> pa.Table:
+def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedViewDef], contents) -> pa.Table:
     """Run a pull query over the views' current rows (``contents(name)`` gives a view's rows).
 
-    Returns the result rows as an Arrow table. ``duck``: a DuckDB connection kept for pull queries.
+    Returns the result rows as an Arrow table.
     """
     snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
     logs: dict[str, MemoryLog] = {}
@@ -91,11 +89,10 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         log.close()
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
-    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)),
-                         duck=duck)
+    result = run_bounded(planned, lambda op: log_reader(logs[op.source.name.lower()], op.columns))
     if finish is None:
         return result
-    kept, duck = duck, duck or Duck()  # ORDER BY / LIMIT of a pull query: over its finished result
+    duck = Duck()  # ORDER BY / LIMIT of a pull query: over its finished result
     try:
         return duck.run(finish.sql(dialect="duckdb"), result)
     except duckdb.Error as e:
@@ -103,8 +100,7 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
                                   node_span(finish.args.get("order") or finish) or stmt.query.span,
                                   stmt.source, help="ORDER BY in a pull query names columns of its result")) from None
     finally:
-        if kept is None:
-            duck.close()
+        duck.close()
 
 
 def _split_order(query: Query) -> tuple[Query, exp.Select | None]:

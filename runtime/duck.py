@@ -19,12 +19,6 @@ class Duck:
             self.con.execute(f"SET threads = {int(threads)}")
         self.calls = 0
 
-    def drop_tables(self) -> None:
-        """Drop every table: a connection kept for one short query after another starts each one empty
-        (opening a DuckDB database costs more than a small query)."""
-        for (name,) in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            self.con.execute(f'DROP TABLE IF EXISTS "{name}"')
-
     def run(self, sql: str, table: pa.Table) -> pa.Table:
         """Run ``sql`` with ``table`` visible as the relation ``__input``."""
         return self.sql(sql, **{BATCH: table})

@@ -70,7 +70,7 @@ class Scheduler:
         if src.connector == "memory":
             reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"),
                                                  self.batch_rows)
-            return Select(reader, list(op.columns) + ([OP] if src.kind == "table" else []))
+            return _Select(reader, list(op.columns) + ([OP] if src.kind == "table" else []))
         if src.connector == "file":
             from .connectors import open_file_source
 
@@ -131,7 +131,7 @@ class Scheduler:
         return steps
 
 
-class Select(ReaderWrapper):
+class _Select(ReaderWrapper):
     """A reader that keeps only some columns of another reader's batches."""
 
     def __init__(self, reader, columns: list[str]):

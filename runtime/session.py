@@ -29,9 +29,11 @@ from ..planner.catalog import SinkDef
 from ..planner.explain import explain_logical
 from ..planner.routing import RouteChoice, choose_route
 from . import checkpoint as ckpt
+from .connectors.base import ReaderWrapper
 from .duck import Duck
 from .estimate import estimated_bytes
 from .job import Job
+from .memory import MemoryLog
 from .operators.base import Env
 from .output import ClosedOutput, CollectOutput, SinkOutput
 from .routes import Output, StartContext, route_for, routes
@@ -128,22 +130,34 @@ class Session:
             log.sync()
 
 
-def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True,
-                duck: Duck | None = None) -> pa.Table:
+class _Columns(ReaderWrapper):
+    """A reader that keeps only some columns of another reader's batches."""
+
+    def __init__(self, reader, columns):
+        super().__init__(reader)
+        self.columns = list(columns)
+
+    def read(self):
+        table = self.inner.read()
+        return table if table is None else table.select(self.columns)
+
+
+def log_reader(log: MemoryLog, columns) -> _Columns:
+    """A reader of ``log`` from its start, keeping ``columns`` (a source operator's)."""
+    return _Columns(log.reader(), columns)
+
+
+def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True) -> pa.Table:
     """Run ``planned`` over bounded input to its end on the runtime, outside any scheduler; its result.
 
     For statements that answer at once (INSERT … SELECT / VALUES, pull queries over materialized views).
     ``changes_applied``: an updating result's changelog is applied (else its rows are kept as they come).
-    ``duck``: a connection to reuse (its tables are dropped after), instead of a new one.
     """
     updating = changes_applied and planned.changelog == "updating"
     output = CollectOutput(planned.output_schema, updating, keep_changes=False)
-    env = Env(duck=duck or Duck())
+    env = Env(duck=Duck())
     try:
         Job(planned.physical, output, env, open_reader).run()
     finally:
-        if duck is None:
-            env.duck.close()
-        else:
-            duck.drop_tables()
+        env.duck.close()
     return output.snapshot()
