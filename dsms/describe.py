@@ -1,4 +1,4 @@
-"""SHOW STREAMS | TABLES | VIEWS | SINKS | MATERIALIZED VIEWS | FUNCTIONS, and DESCRIBE: the catalog as rows."""
+"""SHOW STREAMS | TABLES | VIEWS | SINKS | MATERIALIZED VIEWS | FUNCTIONS | CONNECTORS, and DESCRIBE: as rows."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pyarrow as pa
 from .grammar import Describe, Diagnostic, Show, SqlError, Statement
 from .planner import Catalog
 from .planner.catalog import SourceDef
+from .planner.connectors import connectors
 from .planner.functions import SCALAR_FUNCTIONS
 from .planner.types import sql_name
 from .pull import relation_names
@@ -27,7 +28,34 @@ def show_catalog(catalog: Catalog, stmt: Show) -> pa.Table:
         return rows_table(rows, ["name", "kind", "connector", "columns"])
     if what == "functions":
         return pa.table({"name": SCALAR_FUNCTIONS})
+    if what == "connectors":
+        return show_connectors()
     raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+
+
+SHOW_CONNECTORS_COLUMNS = ["name", "kind", "bounded", "formats", "routes", "description"]
+
+
+def show_connectors() -> pa.Table:
+    """One row per connector, from its descriptor.
+
+    Example:
+        >>> rows = {r["name"]: r for r in show_connectors().to_pylist()}
+        >>> rows["file (filesystem)"]["kind"], rows["file (filesystem)"]["bounded"]
+        ('source, sink', "unless watch = 'true'")
+    """
+    rows = [{"name": d.name + "".join(f" ({a})" for a in d.aliases), "kind": ", ".join(d.kinds),
+             "bounded": d.bounded_note if d.source else "",
+             "formats": ", ".join(f.name for f in d.formats), "routes": _routes(d),
+             "description": d.help} for d in connectors()]
+    return rows_table(rows, SHOW_CONNECTORS_COLUMNS)
+
+
+def _routes(d) -> str:
+    """The routes that read a source; a sink is written on every route."""
+    if not d.source:
+        return "all"
+    return ", ".join(d.read_routes) + ("; sinks: all" if d.sink else "")
 
 
 def describe(catalog: Catalog, stmt: Describe) -> pa.Table:

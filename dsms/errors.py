@@ -8,11 +8,12 @@ what went wrong (SQL errors carry a Diagnostic with the line and column).
 
 from .grammar.diagnostics import Diagnostic, Span, render
 from .grammar.errors import DsmsError, SqlError, SqlSyntaxError
-from .planner.errors import LoweringRefused, UnsupportedPlan
+from .planner.errors import ConnectorRegistryError, LoweringRefused, UnsupportedPlan
 from .runtime.errors import (
     BackfillError,
     ChangelogError,
     EvaluationError,
+    LookupTableError,
     RouteError,
     RouteNotFound,
     RowError,
@@ -20,6 +21,7 @@ from .runtime.errors import (
     SourceError,
 )
 
-__all__ = ["BackfillError", "ChangelogError", "Diagnostic", "DsmsError", "EvaluationError", "LoweringRefused",
+__all__ = ["BackfillError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
+           "LookupTableError", "LoweringRefused",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

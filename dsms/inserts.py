@@ -38,7 +38,7 @@ def memory_source(catalog: Catalog, name: str, stmt: Statement | None = None) ->
     if not isinstance(obj, SourceDef):
         span = stmt.target.span if isinstance(stmt, Insert) else None
         catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
-    if obj.connector != "memory":
+    if not obj.descriptor.insertable:
         raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take "
                         f"inserts (it reads {obj.connector})")
     return obj

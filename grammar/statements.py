@@ -114,7 +114,7 @@ class Insert(Statement):
 
 @dataclass(frozen=True)
 class Show(Statement):
-    what: str = ""  # streams, tables, views, sinks, queries, functions, progress, materialized views
+    what: str = ""  # streams, tables, views, sinks, queries, functions, progress, connectors, materialized views
     name: Name | None = None
 
 

@@ -70,7 +70,7 @@ def check_backfill(root: L.Node, route: str) -> None:
             src = n.source
             if isinstance(n, LateScan):
                 raise _refuse(route, f"{n.label()}", "the late events of the history are not kept")
-            if src.connector != "file" or src.bounded:
+            if not src.descriptor.replayable or src.bounded:
                 raise _refuse(route, f"'{src.name}' is not a watched file source",
                               "a backfill reads the history of watched files (watch = 'true'); run a query over "
                               "bounded files on a batch route (SET 'engine')")

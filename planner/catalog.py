@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, SqlError
 from ..grammar.diagnostics import did_you_mean
+from .connectors import ConnectorDescriptor, find
 from .types import Schema
 
 # Settings a session starts with, and what they mean (SET 'key' = 'value').
@@ -22,11 +23,15 @@ DEFAULT_SETTINGS = {
     "engine": "auto",  # auto | runtime | duckdb | spark
     "emit": "final",  # final (on window close) | changes
     "strict": "false",  # refuse plans whose state grows without bound
-    "join.stream_table": "lookup",  # a stream joined to a table: lookup (append-only) | regular (updating)
+    "join.stream_table": "regular",  # a stream joined to a table: regular (updating, Flink) | lookup (ksqlDB)
+    "state.ttl": "0 ms",  # drop state rows not written for this long (Flink's table.exec.state.ttl); 0: never
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
     "checkpoint.interval": "5 s",  # how often standing queries are checkpointed (with a state directory)
 }
+
+# Other names of settings (Flink's), stored under dsms's name.
+SETTING_ALIASES = {"table.exec.state.ttl": "state.ttl"}
 
 
 def resolve_path(path: str | None, base_dir: str | None) -> str | None:
@@ -64,8 +69,14 @@ class SourceDef:
     ddl: str
 
     @property
+    def descriptor(self) -> ConnectorDescriptor:
+        """The connector (checked when the source was declared)."""
+        return _descriptor(self.options)
+
+    @property
     def connector(self) -> str:
-        return self.options.get("connector", "memory").lower()
+        """The connector's name (an alias such as ``filesystem`` gives its connector's name)."""
+        return self.descriptor.name
 
     @property
     def format(self) -> str:
@@ -78,8 +89,8 @@ class SourceDef:
 
     @property
     def bounded(self) -> bool:
-        """Files are bounded unless the source is told to keep watching them."""
-        return self.connector == "file" and self.options.get("watch", "false").lower() != "true"
+        """Whether the source ends (files do unless watched; a datagen with number-of-rows does)."""
+        return self.descriptor.is_bounded(self.options)
 
     @property
     def object_kind(self) -> str:
@@ -108,6 +119,22 @@ class SinkDef:
     @property
     def path(self) -> str | None:
         return resolve_path(self.options.get("path"), self.base_dir)
+
+    @property
+    def descriptor(self) -> ConnectorDescriptor:
+        return _descriptor(self.options)
+
+    @property
+    def connector(self) -> str:
+        return self.descriptor.name
+
+
+def _descriptor(options: dict) -> ConnectorDescriptor:
+    name = options.get("connector", "memory")
+    descriptor = find(name)
+    if descriptor is None:
+        raise SqlError(Diagnostic(f"unknown connector '{name}'", None, None))
+    return descriptor
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,55 +13,65 @@ from sqlglot import exp
 from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateView, Diagnostic, SqlError, parse_script
 from ..grammar.diagnostics import did_you_mean
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec
+from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
 from .expressions import Scope, bind_scalar, infer_type
-from .timeutil import interval_micros, node_span, parse_duration
+from .timeutil import interval_micros, node_span
 from .types import TIMESTAMP, Field, Schema, parse_type
 
-# What each connector accepts: option -> allowed values (None: any value).
-SOURCE_OPTIONS = {
-    "file": {"connector": None, "path": None, "format": ("json", "csv", "parquet", "debezium-json"),
-             "on_error": ("fail", "skip"), "dead_letter": None, "watch": ("true", "false"),
-             "idle_timeout": "duration", "allowed_lateness": "duration", "batch.size": "int",
-             "csv.delimiter": None},
-    "memory": {"connector": None, "idle_timeout": "duration", "allowed_lateness": "duration",
-               "scan.startup.mode": ("earliest-offset", "latest-offset")},
-}
-SINK_OPTIONS = {
-    "file": {"connector": None, "path": None, "format": ("json", "changelog-json", "debezium-json", "csv", "parquet")},
-    "memory": {"connector": None},
-}
 
+def check_options(options: dict, role: str, stmt, schema: Schema | None = None) -> ConnectorDescriptor:
+    """Check a source's (``role='source'``) or sink's WITH (...) options against its connector's descriptor.
 
-def check_options(options: dict, allowed_by_connector: dict, what: str, stmt, required=("connector",)) -> None:
-    span = stmt.span
-    connector = options.get("connector")
-    if connector is None:
-        raise SqlError(Diagnostic(f"{what} needs a connector", span, stmt.source,
-                                  help=f"add WITH (connector = '{' | '.join(allowed_by_connector)}', ...)"))
-    allowed = allowed_by_connector.get(connector.lower())
-    if allowed is None:
-        raise SqlError(Diagnostic(f"unknown connector '{connector}'", span, stmt.source,
-                                  help=did_you_mean(connector, allowed_by_connector)))
+    Returns:
+        the connector's descriptor.
+    """
+    span, src = stmt.span, stmt.source
+
+    def error(message: str, help: str | None = None) -> SqlError:
+        return SqlError(Diagnostic(message, span, src, help=help))
+
+    what = "a source" if role == "source" else "a sink"
+    name = options.get("connector")
+    if name is None:
+        raise error(f"{what} needs a connector",
+                    help=f"add WITH (connector = '{' | '.join(connector_names(role))}', ...)")
+    descriptor = find(name)
+    if descriptor is None:
+        raise error(f"unknown connector '{name}'", help=did_you_mean(name, connector_names()))
+    if role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
+        can = [n for d in connectors() if role in d.kinds for n in d.names]
+        raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
+                    help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
+    allowed = descriptor.options_for(role)
+    by_name = {o.name: o for o in allowed}
     for key, value in options.items():
-        if key not in allowed:
-            raise SqlError(Diagnostic(f"unknown option '{key}' for connector '{connector}'", span, stmt.source,
-                                      help=did_you_mean(key, allowed)))
-        rule = allowed[key]
-        if isinstance(rule, tuple) and value.lower() not in rule:
-            raise SqlError(Diagnostic(f"invalid value '{value}' for option '{key}'", span, stmt.source,
-                                      help="expected one of: " + ", ".join(rule)))
-        if rule == "duration":
-            try:
-                parse_duration(value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), span, stmt.source)) from None
-        if rule == "int" and not value.isdigit():
-            raise SqlError(Diagnostic(f"option '{key}' needs a whole number, not '{value}'", span, stmt.source))
-    if connector.lower() == "file":
-        for key in ("path", "format"):
-            if key not in options:
-                raise SqlError(Diagnostic(f"the file connector needs '{key}'", span, stmt.source,
-                                          help=f"add {key} = '...' to WITH (...)"))
+        if key == "connector":
+            continue
+        option = by_name.get(key) or next((o for o in allowed if o.is_pattern and o.matches(key)), None)
+        if option is None:
+            other = descriptor.option(key)
+            if other is not None:
+                raise error(f"option '{key}' of connector '{descriptor.name}' is for "
+                            f"{'sources' if role == 'sink' else 'sinks'} only")
+            raise error(f"unknown option '{key}' for connector '{descriptor.name}'",
+                        help=did_you_mean(key, [o.name for o in allowed]))
+        problem = option.check(value)
+        if problem is not None and key == "format":
+            reads = "reads" if role == "source" else "writes"
+            raise error(f"invalid value '{value}' for option 'format': the {descriptor.name} connector {reads} "
+                        + ", ".join(option.values))
+        if problem is not None:
+            raise error(problem)
+    for option in allowed:
+        if option.required and option.name not in options:
+            raise error(f"the {descriptor.name} connector needs '{option.name}'",
+                        help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
+    if descriptor.check is not None:
+        try:
+            descriptor.check(options, schema, role)
+        except OptionError as e:
+            raise error(str(e), help=e.help) from None
+    return descriptor
 
 
 def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = None) -> Catalog:
@@ -131,11 +141,20 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
         fields = [Field(f.name, f.type, False, f.rowtime) if f.name in key else f for f in fields]
 
     options = dict(stmt.options)
-    check_options(options, SOURCE_OPTIONS, "a source", stmt)
-    if kind == "stream" and options.get("format", "").lower() == "debezium-json":
-        raise SqlError(Diagnostic("format 'debezium-json' is a changelog (inserts, updates and deletes), "
+    physical_schema = Schema(tuple(fields[: len(physical)]))
+    descriptor = check_options(options, "source", stmt, physical_schema)
+    fmt = descriptor.format(options.get("format"))
+    if kind == "stream" and fmt is not None and fmt.changelog:
+        raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if kind == "stream" and not descriptor.streams:
+        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
+                                  "TABLE with that key", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if kind == "table" and not descriptor.tables:
+        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
+                                  "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text)
@@ -169,22 +188,21 @@ def bind_create_view(stmt: CreateView, schema: Schema) -> ViewDef:
     return ViewDef(name=stmt.name.value, query=stmt.query.tree, schema=schema, ddl=stmt.text)
 
 
-# Sink formats that can only represent an append-only result.
-APPEND_ONLY_FORMATS = ("json", "csv", "parquet")
-
-
 def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir: str | None = None) -> SinkDef:
     """Check a CREATE SINK against the result it will receive."""
     options = {k: v for k, v in stmt.options.items()}
     options.setdefault("connector", "memory")
-    check_options(options, SINK_OPTIONS, "a sink", stmt)
-    fmt = options.get("format", "json").lower()
-    if options["connector"].lower() == "file" and changelog == "updating" and fmt in APPEND_ONLY_FORMATS:
+    descriptor = check_options(options, "sink", stmt, schema)
+    fmt = descriptor.format(options.get("format"))
+    if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
+        changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
+        what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"
         raise SqlError(Diagnostic(
-            f"sink '{stmt.name.value}' uses format '{fmt}', which can only hold an append-only result, "
+            f"sink '{stmt.name.value}' uses {what}, which can only hold an append-only result, "
             "but this query's result is updating (rows are retracted and replaced)", stmt.query.span, stmt.source,
-            help="use format = 'changelog-json' or 'debezium-json', or make the query append-only "
-                 "(e.g. a window aggregate that emits when the window closes)"))
+            help=(f"use format = {' or '.join(changes)}, or make" if changes else "make")
+            + " the query append-only (e.g. a window aggregate that emits when the window closes, or a lookup "
+              "join of a stream and a table: JOIN t FOR SYSTEM_TIME AS OF PROCTIME())"))
     return SinkDef(name=stmt.name.value, options=options, query=stmt.query.tree, schema=schema,
                    base_dir=base_dir, ddl=stmt.text)
 

@@ -19,3 +19,7 @@ class LoweringRefused(UnsupportedPlan):
     def __init__(self, message: str, what: str = "", why: str = ""):
         super().__init__(message)
         self.what, self.why = what, why
+
+
+class ConnectorRegistryError(DsmsError):
+    """A connector entry point cannot be loaded, or two connectors claim one name."""

@@ -71,7 +71,7 @@ def unbounded_sources(root: L.Node) -> list[SourceDef]:
     """The watched file sources a plan reads (they make it a continuous query on Spark)."""
     found: dict[str, SourceDef] = {}
     for n in L.walk(root):
-        if isinstance(n, (L.Scan, LateScan)) and n.source.connector == "file" and not n.source.bounded:
+        if isinstance(n, (L.Scan, LateScan)) and n.source.descriptor.replayable and not n.source.bounded:
             found.setdefault(n.source.name.lower(), n.source)
     return list(found.values())
 
@@ -81,7 +81,7 @@ def streaming_nodes(root: L.Node) -> dict[int, str]:
     out: dict[int, str] = {}
     for n in L.walk(root):  # inputs first
         if isinstance(n, (L.Scan, LateScan)):
-            if n.source.connector == "file" and not n.source.bounded:
+            if n.source.descriptor.replayable and not n.source.bounded:
                 out[id(n)] = n.source.name
             continue
         below = [out[id(i)] for i in n.inputs if id(i) in out]

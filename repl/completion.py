@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from prompt_toolkit.completion import Completer, Completion
 
+from dsms.planner.connectors import connector_names, find
 from dsms.planner.functions import AGGREGATES, SCALAR_FUNCTIONS
 
 from .tokens import TYPES, Token, significant, tokenize
@@ -41,13 +42,12 @@ QUERY_KEYWORDS = ("SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "
                   "INTERVAL", "TABLE", "EMIT CHANGES", "EMIT FINAL", "ALLOWED LATENESS", "OVER", "PARTITION BY",
                   "ROWS BETWEEN", "RANGE BETWEEN", "PRECEDING", "CURRENT ROW", "FOR SYSTEM_TIME AS OF", "TRUE",
                   "FALSE", "NULL")
-SHOW_TARGETS = ("STREAMS", "TABLES", "VIEWS", "MATERIALIZED VIEWS", "SINKS", "QUERIES", "FUNCTIONS", "PROGRESS")
+SHOW_TARGETS = ("STREAMS", "TABLES", "VIEWS", "MATERIALIZED VIEWS", "SINKS", "QUERIES", "FUNCTIONS", "PROGRESS",
+                "CONNECTORS")
 CREATE_TARGETS = ("STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "OR REPLACE")
 DROP_KINDS = {"STREAM": ("stream",), "TABLE": ("table",), "VIEW": ("view",), "SINK": ("sink",),
               "MATERIALIZED": ("materialized view",)}
 EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREATE SINK", "CREATE MATERIALIZED VIEW")
-SOURCE_OPTIONS = ("connector", "path", "format", "on_error", "watch", "idle_timeout", "allowed_lateness",
-                  "scan.startup.mode")
 TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY")
 META_COMMANDS = ("\\d", "\\help", "\\q")
 RELATION_KINDS = ("stream", "table", "view", "materialized view")
@@ -97,7 +97,7 @@ def word_before(text: str, cursor: int, tokens: list[Token] | None = None) -> st
     at = next((t for t in tokens if t.start < cursor <= t.end), None)
     if at is None:
         return ""
-    if at.kind in ("word", "keyword", "type", "meta") or _set_key(tokens, at):
+    if at.kind in ("word", "keyword", "type", "meta") or _set_key(tokens, at) or _with_string(tokens, at):
         return text[at.start:cursor]
     if at.kind == "comment" or at.kind in ("string", "quoted") and (cursor < at.end or not at.closed):
         return None
@@ -108,6 +108,15 @@ def _set_key(tokens: list[Token], at: Token) -> bool:
     """Whether ``at`` is the option key of a SET or RESET being typed."""
     sig = [t for t in significant(tokens) if t.end <= at.start]
     return at.kind == "string" and not at.closed and bool(sig) and sig[-1].upper in ("SET", "RESET")
+
+
+def _with_string(tokens: list[Token], at: Token) -> bool:
+    """Whether ``at`` is an option key or value being typed as a string in WITH (...)."""
+    if at.kind != "string" or at.closed:
+        return False
+    sig = [t for t in significant(tokens) if t.end <= at.start]
+    depth, opener = _open_paren(sig)
+    return depth >= 1 and opener > 0 and sig[opener - 1].upper == "WITH" and sig[-1].text in ("(", ",", "=")
 
 
 def _statement_at(tokens: list[Token], offset: int) -> list[Token]:
@@ -128,6 +137,8 @@ def _filter(candidates: list[Suggestion], prefix: str) -> list[Suggestion]:
     lower_case = prefix != "" and prefix == low
     out, seen = [], set()
     for s in candidates:
+        if prefix.startswith("'") and s.kind == "option" and not s.text.startswith("'"):
+            s = Suggestion(f"'{s.text}'", s.kind)  # an option key typed as a string: complete it as one
         key = s.text.lower()
         if key in seen or not key.startswith(low):
             continue
@@ -232,7 +243,7 @@ class _Context:
             return _words(("INTO",), "keyword")
         if len(before) == 2:
             return [s for s in self.objects(("stream", "table"))
-                    if getattr(self.catalog.get(s.text), "connector", "") == "memory"]
+                    if getattr(getattr(self.catalog.get(s.text), "descriptor", None), "insertable", False)]
         if before[3:4] and before[3].text == "(" and not any(t.text == ")" for t in before[3:]):
             return _columns(self.columns_of(before[2].name))
         if not any(t.upper in ("SELECT", "VALUES") for t in before):
@@ -247,7 +258,10 @@ class _Context:
             return _words(CREATE_TARGETS if len(before) == 1 else ("STREAM", "TABLE", "VIEW"), "keyword")
         depth, opener = _open_paren(before)
         if depth == 1 and opener > 0 and before[opener - 1].upper == "WITH":
-            return _words(SOURCE_OPTIONS, "option") if before[-1].text in ("(", ",") else []
+            if "MATERIALIZED" in words[:3]:
+                return []
+            role = "sink" if "SINK" in words[:3] else "source"
+            return _with_options(before[opener + 1:], role, self._defined_columns(before[:opener]))
         if depth == 1 and ("STREAM" in words[:4] or "TABLE" in words[:4]):
             if before[-1].text in ("(", ","):
                 return _words(("WATERMARK FOR", "PRIMARY KEY"), "keyword")
@@ -297,6 +311,60 @@ class _Context:
             return _words(QUERY_KEYWORDS, "keyword")  # after a relation, an alias or an expression: a keyword
         columns = [c for rel in scope for c in rel.columns]
         return _columns(columns) + _words(FUNCTIONS, "function") + _words(QUERY_KEYWORDS, "keyword")
+
+
+def _option_entries(inside: list[Token]) -> list[tuple[str, list[Token]]]:
+    """The ``key = value`` entries typed so far in WITH (...): (key, value tokens)."""
+    entries, key, value, in_value = [], [], [], False
+    for t in inside + [None]:
+        if t is None or t.text == ",":
+            if key:
+                entries.append(("".join(_unquote(k) for k in key).lower(), value))
+            key, value, in_value = [], [], False
+        elif t.text == "=" and not in_value:
+            in_value = True
+        else:
+            (value if in_value else key).append(t)
+    return entries
+
+
+def _unquote(t: Token) -> str:
+    return t.text[1:-1].replace("''", "'") if t.kind == "string" and t.closed else t.text
+
+
+def _option_key(name: str) -> str:
+    """An option key as written: bare if it is a dotted name, else quoted."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name) else f"'{name}'"
+
+
+def _with_options(inside: list[Token], role: str, columns: list[str]) -> list[Suggestion]:
+    """Option keys after ``(`` or ``,``; values after ``=`` (connector names, formats, choices)."""
+    entries = _option_entries(inside)
+    given = {k: v for k, v in entries}
+    connector = find(_unquote(given["connector"][0])) if given.get("connector") else None
+    last = inside[-1].text if inside else "("
+    if last == "=":
+        key = entries[-1][0] if entries else ""
+        if key == "connector":
+            return _words((f"'{n}'" for n in connector_names(role)), "option")
+        option = next((o for o in connector.options_for(role) if o.matches(key)), None) if connector else None
+        if option is None:
+            return []
+        values = option.values or (("true", "false") if option.type == "bool" else ())
+        return _words((f"'{v}'" for v in values), "option")
+    if last not in ("(", ","):
+        return []
+    if connector is None:
+        return _words(("connector",), "option")
+    keys = []
+    for o in connector.options_for(role):
+        if o.is_pattern and o.name.startswith("fields.*"):
+            keys += [o.name.replace("*", c, 1) for c in columns]
+        elif o.is_pattern:
+            keys.append(o.name.split("*", 1)[0])
+        else:
+            keys.append(o.name)
+    return _words((_option_key(k) for k in keys if k not in given), "option")
 
 
 def _open_paren(before: list[Token]) -> tuple[int, int]:

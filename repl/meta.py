@@ -14,12 +14,12 @@ from dsms.render import format_table
 HELP = """\
 Statements end with ';' and may span lines. Backslash commands end at the end of the line.
 
-  CREATE STREAM s (...) WITH (connector = 'memory');   declare a stream (or 'file', see docs/sql.md)
+  CREATE STREAM s (...) WITH (connector = 'memory');   declare a stream (SHOW CONNECTORS; docs/connectors.md)
   INSERT INTO s VALUES (...), (...);                     push events into a memory stream
   SELECT ...;                                            a live result above the prompt; Ctrl-C stops it
   CREATE SINK k WITH (...) AS SELECT ...;                a standing query, runs in the background
   CREATE MATERIALIZED VIEW v AS SELECT ...;              a standing query that keeps its result
-  SHOW STREAMS | TABLES | VIEWS | MATERIALIZED VIEWS | SINKS | QUERIES | FUNCTIONS;
+  SHOW STREAMS | TABLES | VIEWS | MATERIALIZED VIEWS | SINKS | QUERIES | FUNCTIONS | CONNECTORS;
   DESCRIBE name;   EXPLAIN SELECT ...;   DROP QUERY | SINK | STREAM ... name;
   SET 'key' = 'value';   SET;   RESET 'key';
       'result_mode' = 'table' (a table updated in place) | 'changelog' (every change, with +I -U +U -D)

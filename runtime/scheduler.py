@@ -20,7 +20,8 @@ from ..grammar import DsmsError
 from ..planner.catalog import SourceDef
 from ..planner.physical import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
-from .connectors.base import ReaderWrapper, ReadRequest, SourceError, SourceReader
+from .connectors.base import SourceContext, SourceReader
+from .connectors.factory import open_source, read_request
 from .duck import Duck
 from .job import Job, Output
 from .memory import MemoryLog
@@ -67,21 +68,8 @@ class Scheduler:
 
     def open_reader(self, op: SourceOp) -> SourceReader:
         src = op.source
-        if src.connector == "memory":
-            reader = self.memory_log(src).reader(src.options.get("scan.startup.mode", "earliest-offset"),
-                                                 self.batch_rows)
-            return _Select(reader, list(op.columns) + ([OP] if src.kind == "table" else []))
-        if src.connector == "file":
-            from .connectors import open_file_source
-
-            schema = pa.schema([pa.field(c, src.schema.find(c).type) for c in op.columns])
-            # A table's deletes carry only the key (and the time of a versioned table): other columns may be NULL.
-            not_null = tuple(c for c in op.columns if c == op.time_column or (
-                not src.schema.find(c).nullable and (src.kind != "table" or c in src.primary_key)))
-            rows = int(src.options.get("batch.size", self.batch_rows))
-            changelog = "append" if src.kind != "table" else "debezium" if src.format == "debezium-json" else "upsert"
-            return open_file_source(ReadRequest(src.name, src.options, src.path, schema, not_null, rows, changelog))
-        raise SourceError(f"unknown connector '{src.connector}'", source=src.name)
+        req = read_request(src, op.columns, op.time_column, self.batch_rows)
+        return open_source(src, req, SourceContext(src, self.clock, self.memory_log))
 
     # -- jobs -----------------------------------------------------------------------
 
@@ -129,16 +117,3 @@ class Scheduler:
             if max_steps is not None and steps >= max_steps:
                 break
         return steps
-
-
-class _Select(ReaderWrapper):
-    """A reader that keeps only some columns of another reader's batches."""
-
-    def __init__(self, reader, columns: list[str]):
-        super().__init__(reader)
-        self.columns = columns
-
-    def read(self):
-        table = self.inner.read()
-        return table if table is None else table.select(self.columns)
-

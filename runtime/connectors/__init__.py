@@ -1,6 +1,8 @@
 """Connectors: reading sources into Arrow tables and writing results out.
 
-The file connector (``connector = 'file'``) is opened through two functions:
+Each connector's runtime half is one module here, named by its descriptor
+(``planner/connectors/``) and opened through ``factory.py``. The file
+connector (``connector = 'file'``, ``filesystem.py``) is built on two functions:
 
 * :func:`open_file_source` reads JSON lines, CSV or Parquet from a file, a
   directory or a glob pattern, bounded or (``watch = 'true'``) unbounded;
@@ -15,20 +17,22 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ...planner.connectors.filesystem import DESCRIPTOR as FILE
 from ..changelog import OP
 from .base import ReadRequest, SinkError, SinkWriter, SourceError, SourceReader
 from .changelog_source import DebeziumCodec, DebeziumReader, UpsertReader, debezium_request, upsert_request
 from .csv_source import CsvCodec
 from .dead_letter import DeadLetter
 from .dir_sink import DirectorySink, is_directory_sink
-from .file_sink import APPEND_ONLY_FORMATS, JSON_FORMATS, LineSink, ParquetSink
+from .file_sink import LineSink, ParquetSink
 from .files import FileSet
 from .json_source import JsonCodec
 from .line_source import LineSource
 from .parquet_source import ParquetSource
 
-SOURCE_FORMATS = ("json", "csv", "parquet", "debezium-json")
-SINK_FORMATS = JSON_FORMATS + ("csv", "parquet")
+SOURCE_FORMATS = FILE.format_names("source")
+SINK_FORMATS = FILE.format_names("sink")
+APPEND_ONLY_FORMATS = tuple(f.name for f in FILE.formats if f.sink and not f.changelog)
 
 __all__ = ["ReadRequest", "SinkError", "SinkWriter", "SourceError", "SourceReader", "open_file_sink",
            "open_file_source"]

@@ -9,7 +9,7 @@ checkpoint can record how far they got and a restore can continue there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 import pyarrow as pa
 
@@ -31,6 +31,35 @@ class ReadRequest:
     # 'upsert' gives 0 (+I: the row is now the key's row) and 3 (-D: the key is deleted);
     # 'debezium' gives +I (c, r), -U and +U (u: before and after), -D (d: before).
     changelog: str = "append"
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What a connector's ``open_source(req, ctx)`` may use besides the request.
+
+    ``source`` is the declared stream or table (a ``planner.catalog.SourceDef``:
+    options, key, watermark); ``clock`` has ``now_us()`` (virtual in tests);
+    ``memory_log(source)`` is the engine's shared in-memory log of a source.
+    """
+
+    source: Any
+    clock: Any
+    memory_log: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """What the runtime wants a sink's ``open_sink(req)`` to write."""
+
+    name: str  # the sink's name, for messages
+    options: dict  # the WITH (...) options, lower-case keys
+    path: str | None  # resolved against the script's folder
+    schema: pa.Schema  # the result's columns (an ``__op`` field, if present, is to be ignored)
+    updating: bool  # the result has retractions: batches carry ``__op``
+    position: dict | None = None  # continue from this position (a checkpoint) instead of afresh
+    # What the sink put into that checkpoint besides its position (``prepare_checkpoint``): the rows a
+    # write-ahead sink had sealed but perhaps not committed when it stopped.
+    contents: pa.Table | None = None
 
 
 class SourceReader(Protocol):

@@ -41,7 +41,6 @@ from .base import SinkError
 from .encode import Renderer, csv_columns_sql, json_lines_sql, text_bytes
 
 JSON_FORMATS = ("json", "changelog-json", "debezium-json")
-APPEND_ONLY_FORMATS = ("json", "csv", "parquet")
 
 
 class LineSink:
