@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .grammar import Describe, Diagnostic, Show, SqlError
+from .grammar import Describe, Diagnostic, Show, SqlError, Statement
 from .planner import Catalog
 from .planner.catalog import SourceDef
 from .planner.connectors import connectors
 from .planner.functions import SCALAR_FUNCTIONS
 from .planner.types import sql_name
+from .pull import relation_names
 from .queries import rows_table
 
 _KINDS = {"streams": ("stream",), "tables": ("table",), "views": ("view",), "sinks": ("sink",),
@@ -74,3 +75,18 @@ def describe(catalog: Catalog, stmt: Describe) -> pa.Table:
             extra.append("PRIMARY KEY")
         rows.append({"column": f.name, "type": sql_name(f.type), "nullable": f.nullable, "extra": "; ".join(extra)})
     return rows_table(rows, ["column", "type", "nullable", "extra"])
+
+
+# What reads what: a DROP (or CREATE OR REPLACE) of an object that one of these reads is refused.
+_READERS = ("view", "sink", "materialized view")
+
+
+def check_unread(catalog: Catalog, obj, stmt: Statement, verb: str) -> None:
+    """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
+    readers = [o for o in catalog.of_kind(*_READERS) if o is not obj
+               and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
+    if readers:
+        raise SqlError(Diagnostic(
+            f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
+            + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
+            help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))

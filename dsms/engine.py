@@ -25,7 +25,7 @@ import threading
 
 import pyarrow as pa
 
-from .describe import describe, show_catalog
+from .describe import check_unread, describe, show_catalog
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -49,28 +49,21 @@ from .grammar import (
     parse_statement,
 )
 from .grammar.diagnostics import did_you_mean
-from .inserts import insert_rows
+from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.catalog import DEFAULT_SETTINGS, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.routing import RouteChoice, parse_size
-from .planner.timeutil import parse_duration
-from .planner.vocabulary import ChangeOp
-from .pull import pulled_views, relation_names, run_pull
+from .planner.routing import RouteChoice
+from .pull import pulled_views, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
-from .runtime.memory import data_schema, keyed_changes
-from .runtime.routes import backfill_names, engine_names
+from .runtime.memory import data_schema
+from .runtime.routes import engine_names
 from .runtime.session import Session
 from .script import ScriptProgress
+from .settings import check_setting
 from .state_dir import StateDir
-
-# The values some settings take (the engines and backfills: the registered routes, runtime/routes.py).
-_SETTING_VALUES = {"engine": engine_names, "backfill": backfill_names, "emit": lambda: ("final", "changes"),
-                   "strict": lambda: ("true", "false"), "join.stream_table": lambda: ("lookup", "regular")}
-# What reads what: a DROP of an object that one of these reads is refused.
-_READERS = ("view", "sink", "materialized view")
 
 
 class Engine:
@@ -90,7 +83,8 @@ class Engine:
         self.state_dir = state_dir
         self.base_dir = base_dir
         self.durable = StateDir(state_dir) if state_dir else None
-        self.session = Session(clock=clock, journal_for=self._journal_for if self.durable else None)
+        journal_for = (lambda source, schema: self.durable.journal(source.name)) if self.durable else None
+        self.session = Session(clock=clock, journal_for=journal_for)
         self.scheduler = self.session.scheduler  # the jobs and the memory streams they share
         self._ids = itertools.count(1)
         self.queries = Queries(self)
@@ -193,16 +187,8 @@ class Engine:
         engine (``step``, ``run_until_idle``), after the query's turn.
         Returns the subscription; ``.cancel()`` ends it.
         """
-        if format not in ("arrow", "pandas"):
-            raise DsmsError(f"subscribe() gives 'arrow' or 'pandas' tables, not '{format}'")
         with self._lock:
-            query = self.queries.get(name)
-            sub = Subscription(query, callback, format)
-            if snapshot and query.handle is not None:
-                current = query.handle.snapshot()
-                if current.num_rows:
-                    sub.queue.append(current)
-        return sub
+            return self.queries.subscribe(name, callback, snapshot, format)
 
     def checkpoint(self) -> None:
         """Checkpoint every standing query now (needs a state directory; otherwise does nothing)."""
@@ -219,11 +205,11 @@ class Engine:
         Running queries see them on their next step. A row whose key a
         table already holds replaces that row (an update).
         """
-        source = self._memory_source(name)
+        source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table)
+            log.append(as_inserted(source, table))
         return table.num_rows
 
     def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
@@ -246,26 +232,17 @@ class Engine:
             >>> q.snapshot().to_pylist()
             [{'id': 1, 'v': 'c'}]
         """
-        source = self._memory_source(name)
-        if source.kind != "table":
-            raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
-                            "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
+        source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
-        if columns is None and isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], (list, tuple)) \
-                and len(rows[0]) == len(source.primary_key):
-            columns = list(source.primary_key)  # tuples of key values
-        table = to_table(rows, data_schema(log), columns)
-        if source.watermark is not None and table.column(source.watermark.column).null_count:
-            raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
-                            "the table has a WATERMARK, so each change says from when it holds")
+        changes = as_deleted(source, log, rows, columns)
         with self._lock:
-            log.append(keyed_changes(table, source.primary_key, ChangeOp.DELETE, source.name))
-        return table.num_rows
+            log.append(changes)
+        return changes.num_rows
 
     def end_input(self, name: str | None = None) -> None:
         """End a memory stream (or all of them): its queries flush every window and finish."""
         if name is not None:
-            self.scheduler.memory_log(self._memory_source(name)).close()
+            self.scheduler.memory_log(memory_source(self.catalog, name)).close()
             return
         for obj in self.catalog.of_kind("stream", "table"):
             if isinstance(obj, SourceDef) and obj.descriptor.insertable:
@@ -316,7 +293,7 @@ class Engine:
         source = bind_create_source(stmt, base)
         replaced = self.catalog.get(source.name) if stmt.or_replace else None
         if replaced is not None:
-            self._check_unread(replaced, stmt, "replace")
+            check_unread(self.catalog, replaced, stmt, "replace")
             self.scheduler.drop_source(replaced.name)  # a new stream: what the old one was given goes with it
         self.catalog.add(source, replace=stmt.or_replace, name=stmt.name, source=stmt.source)
         self._save_create(source.kind, source.name, stmt, base)
@@ -328,7 +305,7 @@ class Engine:
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         replaced = self.catalog.get(stmt.name.value) if stmt.or_replace else None
         if replaced is not None:
-            self._check_unread(replaced, stmt, "replace")
+            check_unread(self.catalog, replaced, stmt, "replace")
         self.catalog.add(bind_create_view(stmt, planned.schema), replace=stmt.or_replace, name=stmt.name,
                          source=stmt.source)
         self._save_create("view", stmt.name.value, stmt, base)
@@ -354,19 +331,8 @@ class Engine:
 
     def _start_standing(self, name: str, kind: str, planned, stmt: Statement, base: str, sink=None) -> RunningQuery:
         """Start the query of a sink or materialized view (restored from its checkpoint when replaying)."""
-        entry = self._replaying
-        if entry is not None:
-            status = self.durable.query(entry["uid"])
-            try:
-                query = self.queries.start(name, kind, planned, sink, uid=entry["uid"], restore=True)
-            except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
-                query = self.queries.start_failed(name, kind, planned, entry["uid"], e)
-                return query
-            if status["paused"]:
-                query.job.pause()
-            if status["failed"]:
-                query.job.fail(DsmsError(status["failed"]))
-            return query
+        if self._replaying is not None:
+            return self.queries.restore(name, kind, planned, sink, self._replaying["uid"])
         try:
             query = self.queries.start(name, kind, planned, sink)
         except BaseException:
@@ -390,11 +356,10 @@ class Engine:
         return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
-        source = self._memory_source(stmt.target.value, stmt)
+        source = memory_source(self.catalog, stmt.target.value, stmt)
         log = self.scheduler.memory_log(source)
         table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table,
-                   tag=self.script_tag)
+        log.append(as_inserted(source, table), tag=self.script_tag)
         return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
 
     def _do_Show(self, stmt: Show, base: str) -> Result:
@@ -432,25 +397,9 @@ class Engine:
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
-        span, source = (stmt.span, stmt.source) if stmt is not None else (None, None)
-        allowed = _SETTING_VALUES[key]() if key in _SETTING_VALUES else None
-        if allowed and value.lower() not in allowed:
-            raise SqlError(Diagnostic(f"invalid value '{value}' for '{key}'", span, source,
-                                      help="expected one of: " + ", ".join(allowed)))
-        if key == "batch.max_bytes":
-            try:
-                parse_size(value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), span, source)) from None
+        check_setting(key, value, *((stmt.span, stmt.source) if stmt is not None else ()))
         if key == "batch.size":
-            if not value.isdigit() or int(value) < 1:
-                raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{value}'", span, source))
             self.scheduler.batch_rows = int(value)  # for queries started from now on
-        if key == "checkpoint.interval":
-            try:
-                parse_duration(value)
-            except ValueError as e:
-                raise SqlError(Diagnostic(str(e), span, source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
         self.catalog.settings[key] = value
         if save:
             self._save_settings()
@@ -485,18 +434,8 @@ class Engine:
             self.catalog.require(stmt.name, stmt.source, kinds=(stmt.kind,))
         return self._drop_object(obj, stmt)
 
-    def _check_unread(self, obj, stmt: Statement, verb: str) -> None:
-        """Refuse to drop or replace what a view, sink or materialized view reads (they were planned with it)."""
-        readers = [o for o in self.catalog.of_kind(*_READERS) if o is not obj
-                   and obj.name.lower() in {n.lower() for n in relation_names(o.query)}]
-        if readers:
-            raise SqlError(Diagnostic(
-                f"cannot {verb} {obj.object_kind} '{obj.name}': " + ", ".join(f"{r.object_kind} '{r.name}'" for r in readers)
-                + (" reads it" if len(readers) == 1 else " read it"), stmt.name.span, stmt.source,
-                help="drop " + ", ".join(f"{r.object_kind} {r.name}" for r in readers) + " first"))
-
     def _drop_object(self, obj, stmt: Drop) -> Result:
-        self._check_unread(obj, stmt, "drop")
+        check_unread(self.catalog, obj, stmt, "drop")
         if obj.object_kind in ("sink", "materialized view"):
             self.queries.drop(obj.name)
         if obj.object_kind in ("stream", "table"):
@@ -508,15 +447,11 @@ class Engine:
 
     def _do_PauseQuery(self, stmt: PauseQuery, base: str) -> Result:
         query = self.queries.get(stmt.name, stmt.source)
-        message = self.queries.pause(query)
-        self._save_query(query)
-        return Result("ok", message)
+        return Result("ok", self.queries.pause(query))
 
     def _do_ResumeQuery(self, stmt: ResumeQuery, base: str) -> Result:
         query = self.queries.get(stmt.name, stmt.source)
-        message = self.queries.resume(query)
-        self._save_query(query)
-        return Result("ok", message)
+        return Result("ok", self.queries.resume(query))
 
     # -- the state directory ----------------------------------------------------------
 
@@ -539,9 +474,6 @@ class Engine:
             if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
 
-    def _journal_for(self, source: SourceDef, schema: pa.Schema):
-        return self.durable.journal(source.name)
-
     def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
         if self.durable is None or self._replaying is not None:
             return None
@@ -550,24 +482,6 @@ class Engine:
     def _save_settings(self) -> None:
         if self.durable is not None and self._replaying is None:
             self.durable.record_settings(self.catalog.settings)
-
-    def _save_query(self, query: RunningQuery) -> None:
-        if self.durable is not None and query.uid is not None:
-            self.durable.set_query(query.uid, paused=query.job.paused)
-
-    # -- helpers --------------------------------------------------------------------
-
-    def _memory_source(self, name: str, stmt: Statement | None = None) -> SourceDef:
-        obj = self.catalog.get(name)
-        if not isinstance(obj, SourceDef):
-            from .grammar import Name, Span
-
-            span = stmt.target.span if isinstance(stmt, Insert) else None
-            self.catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
-        if not obj.descriptor.insertable:
-            raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take inserts "
-                            f"(it reads {obj.connector})")
-        return obj
 
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""

@@ -1,15 +1,22 @@
-"""INSERT INTO … VALUES / SELECT: the rows a statement gives, typed for the stream they go into."""
+"""Rows into memory streams and tables: INSERT INTO … VALUES / SELECT, and ``Engine.insert`` / ``delete``.
+
+A memory stream's log takes the rows as they are; a memory table's log
+takes changes by primary key (an insert upserts, a delete retracts).
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 from sqlglot import exp
 
-from .grammar import Diagnostic, Insert, Query, SqlError
+from .grammar import Diagnostic, DsmsError, Insert, Name, Query, Span, SqlError, Statement
 from .grammar.diagnostics import did_you_mean
 from .planner import Catalog, plan_query
+from .planner.catalog import SourceDef
 from .planner.types import to_sql_type
+from .planner.vocabulary import ChangeOp
 from .runtime.convert import to_table
+from .runtime.memory import data_schema, keyed_changes
 from .runtime.session import run_bounded
 
 
@@ -23,6 +30,38 @@ def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) 
         raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                   f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
     return to_table(rows.rename_columns(columns), schema)
+
+
+def memory_source(catalog: Catalog, name: str, stmt: Statement | None = None) -> SourceDef:
+    """The memory stream or table ``name`` (what takes inserts)."""
+    obj = catalog.get(name)
+    if not isinstance(obj, SourceDef):
+        span = stmt.target.span if isinstance(stmt, Insert) else None
+        catalog.require(Name(name, span or Span(0, 0)), stmt.source if stmt else None, kinds=("stream", "table"))
+    if not obj.descriptor.insertable:
+        raise DsmsError(f"cannot insert into '{obj.name}': only streams and tables with connector = 'memory' take "
+                        f"inserts (it reads {obj.connector})")
+    return obj
+
+
+def as_inserted(source: SourceDef, table: pa.Table) -> pa.Table:
+    """What a memory log takes for ``table``: its rows (a stream), or upserts by key (a table)."""
+    return keyed_changes(table, source.primary_key, ChangeOp.INSERT, source.name) if source.kind == "table" else table
+
+
+def as_deleted(source: SourceDef, log, rows, columns: list[str] | None) -> pa.Table:
+    """The deletes of ``rows`` (given like inserts, or as tuples of key values) from the memory table ``source``."""
+    if source.kind != "table":
+        raise DsmsError(f"cannot delete from '{source.name}': it is an append-only stream "
+                        "(only a TABLE with a PRIMARY KEY takes updates and deletes)")
+    if columns is None and isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], (list, tuple)) \
+            and len(rows[0]) == len(source.primary_key):
+        columns = list(source.primary_key)  # tuples of key values
+    table = to_table(rows, data_schema(log), columns)
+    if source.watermark is not None and table.column(source.watermark.column).null_count:
+        raise DsmsError(f"a delete from '{source.name}' needs its time in '{source.watermark.column}': "
+                        "the table has a WATERMARK, so each change says from when it holds")
+    return keyed_changes(table, source.primary_key, ChangeOp.DELETE, source.name)
 
 
 def _column_index(schema: pa.Schema, name: str, stmt: Insert) -> int:

@@ -28,10 +28,9 @@ from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
 from .planner.physical import BATCH
 from .planner.timeutil import node_span
 from .planner.types import Schema
-from .runtime.connectors.memory import Select
 from .runtime.duck import Duck
 from .runtime.memory import MemoryLog
-from .runtime.session import run_bounded
+from .runtime.session import log_reader, run_bounded
 
 
 def relation_names(tree: exp.Expression) -> list[str]:
@@ -90,7 +89,7 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
         log.close()
     query, finish = _split_order(stmt.query)
     planned = plan_query(query, snapshot, stmt.source)
-    result = run_bounded(planned, lambda op: Select(logs[op.source.name.lower()].reader(), list(op.columns)))
+    result = run_bounded(planned, lambda op: log_reader(logs[op.source.name.lower()], op.columns))
     if finish is None:
         return result
     duck = Duck()  # ORDER BY / LIMIT of a pull query: over its finished result

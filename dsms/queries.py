@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
-from .grammar import Diagnostic, Name, SqlError
+from .grammar import Diagnostic, DsmsError, Name, SqlError
 from .grammar.diagnostics import did_you_mean
 from .planner import PlannedQuery
 from .planner.catalog import SinkDef
@@ -122,6 +122,31 @@ class Queries:
         self.running[qid.lower()] = query
         return query
 
+    def restore(self, qid: str, kind: str, planned: PlannedQuery, sink: SinkDef | None, uid: str) -> RunningQuery:
+        """A saved sink's or materialized view's query again, from its newest checkpoint, paused or failed as it was."""
+        status = self.engine.durable.query(uid)
+        try:
+            query = self.start(qid, kind, planned, sink, uid=uid, restore=True)
+        except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
+            return self.start_failed(qid, kind, planned, uid, e)
+        if status["paused"]:
+            query.job.pause()
+        if status["failed"]:
+            query.job.fail(DsmsError(status["failed"]))
+        return query
+
+    def subscribe(self, name: str, callback, snapshot: bool, fmt: str) -> "Subscription":
+        """``Engine.subscribe``: the rows held now first (with ``snapshot``), then each batch of changes."""
+        if fmt not in ("arrow", "pandas"):
+            raise DsmsError(f"subscribe() gives 'arrow' or 'pandas' tables, not '{fmt}'")
+        query = self.get(name)
+        sub = Subscription(query, callback, fmt)
+        if snapshot and query.handle is not None:
+            current = query.handle.snapshot()
+            if current.num_rows:
+                sub.queue.append(current)
+        return sub
+
     def start_failed(self, qid: str, kind: str, planned: PlannedQuery, uid: str, error: Exception) -> RunningQuery:
         """A saved query that could not be started again (an input gone): listed as failed, with why."""
         query = RunningQuery(qid, kind, FailedJob(error), ClosedOutput(), planned, None, uid)
@@ -142,6 +167,7 @@ class Queries:
         if query.job.status in ("finished", "failed"):
             return f"Query {query.id} has {query.job.status}; nothing to pause"
         query.job.pause()
+        self._save_status(query)
         return f"Paused query {query.id}"
 
     def resume(self, query: RunningQuery) -> str:
@@ -150,7 +176,13 @@ class Queries:
         if not query.job.paused:
             return f"Query {query.id} is not paused"
         query.job.resume()
+        self._save_status(query)
         return f"Resumed query {query.id}"
+
+    def _save_status(self, query: RunningQuery) -> None:
+        """A standing query stays paused (or running) after a restart."""
+        if self.engine.durable is not None and query.uid is not None:
+            self.engine.durable.set_query(query.uid, paused=query.job.paused)
 
     def drop(self, qid: str) -> RunningQuery | None:
         """Stop a query and forget it (a sink's file is flushed and closed as it is)."""

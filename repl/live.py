@@ -77,10 +77,10 @@ class LiveResult:
     # -- what is shown -----------------------------------------------------------------
 
     def status(self) -> str:
-        job = self.handle.job
-        marks = [s.watermark for _, s in job.sources if not s.finished]
+        stats = self.handle.job.stats()  # (every route's job reports the same stats)
+        marks = stats.open_watermarks
         wm = format_watermark(min(marks)) if marks else "end of input"
-        late = sum(job.late.values())
+        late = sum(stats.late.values())
         rows = f"{self.table.num_rows:,} rows  " if self.mode == "table" else ""
         return (f"{self.name}: {rows}{self.changes:,} changes  watermark {wm}  {self.rate:,.0f} events/s  "
                 f"late {late:,}")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..planner import PlannedQuery
     from ..planner.routing import RouteChoice
     from .checkpoint import Checkpoint
+    from .job import JobMetrics
     from .scheduler import Scheduler
 
 # The modules that define a route, in the order the registry asks them whether they serve a choice.
@@ -74,12 +75,16 @@ class Output(Protocol):
 class Job(Protocol):
     """A running query, as the scheduler and the engine drive it."""
 
-    route: str
+    route: str  # the engine it runs on (a checkpoint records it; a restored query stays there)
     output: Output
     done: bool
     paused: bool
     cancelled: bool
     error: BaseException | None
+    # Cheap to read after every turn (the engine compares them to know whether a checkpoint is due):
+    rows_in: int
+    output_watermark: int
+    metrics: "JobMetrics"  # rows_out, busy time, the events-per-second meter
 
     @property
     def status(self) -> str: ...

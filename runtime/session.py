@@ -29,10 +29,12 @@ from ..planner.catalog import SinkDef
 from ..planner.explain import explain_logical
 from ..planner.routing import RouteChoice, choose_route
 from . import checkpoint as ckpt
+from .connectors.base import ReaderWrapper
 from .connectors.factory import open_sink
 from .duck import Duck
 from .estimate import estimated_bytes
 from .job import Job
+from .memory import MemoryLog
 from .operators.base import Env
 from .output import ClosedOutput, CollectOutput, SinkOutput
 from .routes import Output, StartContext, route_for, routes
@@ -125,6 +127,23 @@ class Session:
         """Put what the memory streams hold on disk (before checkpoints that point into them)."""
         for log in self.scheduler.memory.values():
             log.sync()
+
+
+class _Columns(ReaderWrapper):
+    """A reader that keeps only some columns of another reader's batches."""
+
+    def __init__(self, reader, columns):
+        super().__init__(reader)
+        self.columns = list(columns)
+
+    def read(self):
+        table = self.inner.read()
+        return table if table is None else table.select(self.columns)
+
+
+def log_reader(log: MemoryLog, columns) -> _Columns:
+    """A reader of ``log`` from its start, keeping ``columns`` (a source operator's)."""
+    return _Columns(log.reader(), columns)
 
 
 def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True) -> pa.Table:
