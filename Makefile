@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup demo test bench bench-flink flink-conformance clean
+.PHONY: setup install-postgres demo test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,19 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/dsms run examples/ad_ctr/ad_ctr.sql
 
-test: setup
+test: setup install-postgres
 	$(BIN)/pytest -q
+
+# PostgreSQL 15 from Debian's packages for the PostgreSQL connector tests (they start their own server in a
+# temporary folder). Installed as root when missing (CI's clean machine); elsewhere those tests are skipped.
+install-postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing PostgreSQL (postgresql, postgresql-client) for the connector tests"; \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql postgresql-client; } \
+			>/tmp/dsms-apt-postgres.log 2>&1 \
+		|| echo "(apt-get could not install PostgreSQL, see /tmp/dsms-apt-postgres.log: its tests are skipped)"; \
+	else echo "(PostgreSQL is not installed and cannot be installed here: the PostgreSQL connector tests are skipped)"; fi
 
 # make bench also runs the Flink comparison once its venv exists (make bench-flink creates it).
 bench: setup
@@ -31,6 +42,7 @@ bench: setup
 	$(BIN)/python benchmarks/repl.py
 	$(BIN)/python benchmarks/state.py
 	$(BIN)/python benchmarks/routes.py
+	$(BIN)/python benchmarks/connectors_postgres.py
 	@if [ -f $(FLINK_VENV)/.installed ]; then $(BIN)/python benchmarks/flink/bench.py; \
 	else echo "(Flink not set up: make bench-flink creates $(FLINK_VENV) and compares with Flink SQL)"; fi
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -51,7 +52,7 @@ from .grammar import (
 from .grammar.diagnostics import did_you_mean
 from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
-from .planner.catalog import DEFAULT_SETTINGS, SourceDef
+from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .planner.routing import RouteChoice
 from .pull import pulled_views, run_pull
@@ -393,6 +394,8 @@ class Engine:
         if stmt.key is None:
             rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
             return Result("rows", table=rows_table(rows, ["key", "value"]))
+        if stmt.key in SETTING_ALIASES:  # Flink's name of a setting
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         self._set(stmt.key, stmt.value, stmt, save=True)
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
@@ -405,6 +408,8 @@ class Engine:
             self._save_settings()
 
     def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
+        if stmt.key in SETTING_ALIASES:
+            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
         if stmt.key is None:
             self.catalog.settings = dict(DEFAULT_SETTINGS)
         elif stmt.key in DEFAULT_SETTINGS:

@@ -13,6 +13,7 @@ from .runtime.errors import (
     BackfillError,
     ChangelogError,
     EvaluationError,
+    LookupTableError,
     RouteError,
     RouteNotFound,
     RowError,
@@ -20,6 +21,7 @@ from .runtime.errors import (
     SourceError,
 )
 
-__all__ = ["BackfillError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError", "LoweringRefused",
+__all__ = ["BackfillError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
+           "LookupTableError", "LoweringRefused",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

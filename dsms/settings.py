@@ -37,8 +37,8 @@ def check_setting(key: str, value: str, span: Span | None = None, source: str | 
             raise SqlError(Diagnostic(str(e), span, source)) from None
     if key == "batch.size" and (not value.isdigit() or int(value) < 1):
         raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{value}'", span, source))
-    if key == "checkpoint.interval":
+    if key in ("checkpoint.interval", "state.ttl"):
         try:
             parse_duration(value)
         except ValueError as e:
-            raise SqlError(Diagnostic(str(e), span, source, help="e.g. SET 'checkpoint.interval' = '10 s'")) from None
+            raise SqlError(Diagnostic(str(e), span, source, help=f"e.g. SET '{key}' = '10 s'")) from None

@@ -29,6 +29,8 @@ from .lower_stream import unbounded_sources
 from .optimizer import optimize
 from .physical import OP, PhysicalPlan
 from .physical_plan import plan_physical
+from .state_bounds import apply_state_ttl
+from .timeutil import state_ttl
 from .types import Schema
 
 
@@ -104,7 +106,7 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
             raise TypeError("plan_query takes a query; use dsms.plan for other statements")
         query, source = stmt.query, stmt.source
     bound = bind_query(query, catalog, source)
-    optimized = optimize(bound)
+    optimized = apply_state_ttl(optimize(bound), state_ttl(catalog.setting("state.ttl")))
     return PlannedQuery(bound, optimized)
 
 

@@ -22,7 +22,7 @@ from .bind_context import BindContext, require_boolean
 from .bind_from import bind_relation, common_type
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 from .joins import Join, TimeBounds
-from .timeutil import interval_micros, parse_duration
+from .timeutil import interval_micros, parse_duration, state_ttl
 from .types import Schema, sql_name, unique_name
 
 _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
@@ -183,11 +183,15 @@ def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, 
             return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="right")
     warning = None
     streams = [n for n in (left, right) if n.changelog == L.APPEND]
-    if streams:
+    if streams and state_ttl(ctx.catalog.setting("state.ttl")) is None:
         what = "two streams" if len(streams) == 2 else "a stream"
         message = (f"this regular join of {what} keeps every row it has seen: its state grows without bound")
-        help_ = ("add a time condition (an interval join: ON ... AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
-                 "AND a.ts), join windows, or join a stream with a table")
+        if len(streams) == 2:
+            help_ = ("add a time condition (an interval join: ON ... AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
+                     "AND a.ts), join windows, or bound the state with SET 'state.ttl' = '1 h'")
+        else:
+            help_ = ("bound the state with SET 'state.ttl' = '1 h', or join each event with the table as it is "
+                     "when the event arrives: JOIN t FOR SYSTEM_TIME AS OF PROCTIME() (a lookup join)")
         if ctx.catalog.setting("strict") == "true":
             raise ctx.error(message + " (refused because 'strict' is 'true')", j, help=help_)
         warning = f"{message}; {help_}"
@@ -210,10 +214,14 @@ def _versioned(version: exp.Version, equi, rest, common: dict, j: exp.Join, left
                         help="temporal and lookup joins are INNER or LEFT joins")
     if left.changelog != L.APPEND:
         raise ctx.error("the left side of FOR SYSTEM_TIME AS OF must be an append-only stream", j)
-    if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" or \
-            isinstance(at, exp.Func) and type(at).__name__.upper() == "PROCTIME":
+    field = None
+    if isinstance(at, exp.Column):
+        field = left.schema.find(bind_scalar(at, left_scope, ctx.source, clause="FOR SYSTEM_TIME AS OF").name)
+    if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" and not at.expressions or \
+            isinstance(at, exp.Func) and type(at).__name__.upper() == "PROCTIME" or field is not None and field.proctime:
+        # A processing-time attribute: each event meets the table as it is when the event arrives.
         if right.changelog != L.UPDATING:
-            raise ctx.error("FOR SYSTEM_TIME AS OF PROCTIME() needs a table (with a primary key) on the right",
+            raise ctx.error(f"FOR SYSTEM_TIME AS OF {at.sql()} needs a table (with a primary key) on the right",
                             j.this)
         return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="left")
     source = right.source if isinstance(right, L.Scan) else None
@@ -224,12 +232,14 @@ def _versioned(version: exp.Version, equi, rest, common: dict, j: exp.Join, left
         raise ctx.error(f"table '{source.name}' has no event time, so it has no versions to choose from", j.this,
                         help="declare its version time: WATERMARK FOR ts AS ts - INTERVAL '5' SECOND "
                              "(or join without FOR SYSTEM_TIME AS OF for its current rows)")
-    if not isinstance(at, exp.Column):
-        raise ctx.error("FOR SYSTEM_TIME AS OF takes the left side's event-time column", at)
-    field = left.schema.find(bind_scalar(at, left_scope, ctx.source, clause="FOR SYSTEM_TIME AS OF").name)
+    if field is None:
+        raise ctx.error("FOR SYSTEM_TIME AS OF takes the left side's event-time column (a temporal join) or a "
+                        "processing-time attribute (a lookup join)", at,
+                        help="e.g. FOR SYSTEM_TIME AS OF o.ts, or FOR SYSTEM_TIME AS OF PROCTIME()")
     if not field.rowtime:
-        raise ctx.error(f"'{at.sql()}' is not an event-time attribute of the left side", at,
-                        help="use the stream's WATERMARK column")
+        raise ctx.error(f"'{at.sql()}' is not a time attribute of the left side", at,
+                        help="use the stream's WATERMARK column (a temporal join), or a processing-time column "
+                             "declared as pt AS PROCTIME() (a lookup join)")
     rename = dict(zip(right.schema.names, common["right_names"]))
     keyed = {b.name for _, b in equi if isinstance(b, exp.Column)}
     missing = [k for k in source.primary_key if rename[k] not in keyed]

@@ -23,11 +23,15 @@ DEFAULT_SETTINGS = {
     "engine": "auto",  # auto | runtime | duckdb | spark
     "emit": "final",  # final (on window close) | changes
     "strict": "false",  # refuse plans whose state grows without bound
-    "join.stream_table": "lookup",  # a stream joined to a table: lookup (append-only) | regular (updating)
+    "join.stream_table": "regular",  # a stream joined to a table: regular (updating, Flink) | lookup (ksqlDB)
+    "state.ttl": "0 ms",  # drop state rows not written for this long (Flink's table.exec.state.ttl); 0: never
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
     "checkpoint.interval": "5 s",  # how often standing queries are checkpointed (with a state directory)
 }
+
+# Other names of settings (Flink's), stored under dsms's name.
+SETTING_ALIASES = {"table.exec.state.ttl": "state.ttl"}
 
 
 def resolve_path(path: str | None, base_dir: str | None) -> str | None:

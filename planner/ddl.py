@@ -56,7 +56,7 @@ def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
     descriptor = find(name)
     if descriptor is None:
         raise error(f"unknown connector '{name}'", help=did_you_mean(name, connector_names()))
-    if role not in descriptor.kinds:
+    if role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
         can = [n for d in connectors() if role in d.kinds for n in d.names]
         raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
                     help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
@@ -155,6 +155,10 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if kind == "stream" and not descriptor.streams:
+        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
+                                  "TABLE with that key", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
     if kind == "table" and not descriptor.tables:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
@@ -204,7 +208,8 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
             f"sink '{stmt.name.value}' uses {what}, which can only hold an append-only result, "
             "but this query's result is updating (rows are retracted and replaced)", stmt.query.span, stmt.source,
             help=(f"use format = {' or '.join(changes)}, or make" if changes else "make")
-            + " the query append-only (e.g. a window aggregate that emits when the window closes)"))
+            + " the query append-only (e.g. a window aggregate that emits when the window closes, or a lookup "
+              "join of a stream and a table: JOIN t FOR SYSTEM_TIME AS OF PROCTIME())"))
     return SinkDef(name=stmt.name.value, options=options, query=stmt.query.tree, schema=schema,
                    base_dir=base_dir, ddl=stmt.text)
 

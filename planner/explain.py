@@ -1,7 +1,8 @@
 """EXPLAIN: the operator DAG as an indented tree.
 
-Each line names an operator, its changelog mode and the watermark it
-carries; inputs are indented below it. A sub-plan used twice is printed
+Each line names an operator, its changelog mode, the watermark it
+carries and, for an operator that keeps state, what bounds it
+(``state_bounds.py``); inputs are indented below it. A sub-plan used twice is printed
 once and referred to by its id afterwards.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from . import logical as L
 from .physical import PhysicalPlan
+from .state_bounds import state_bound
 
 
 def explain_physical(plan: PhysicalPlan, header: str | None = None) -> str:
@@ -23,7 +25,8 @@ def explain_physical(plan: PhysicalPlan, header: str | None = None) -> str:
             lines.append(f"{prefix}{branch}#{op_id} (shown above)")
             return
         printed.add(op_id)
-        lines.append(f"{prefix}{branch}#{op_id} {op.label}  [{op.changelog}, watermark: {wm}]")
+        state = f", state: {op.state}" if op.state else ""
+        lines.append(f"{prefix}{branch}#{op_id} {op.label}  [{op.changelog}, watermark: {wm}{state}]")
         child_prefix = prefix + ("" if top else ("   " if last else "│  "))
         for i, child in enumerate(op.inputs):
             visit(child, child_prefix, i == len(op.inputs) - 1, False)
@@ -42,7 +45,9 @@ def explain_logical(root: L.Node) -> str:
             lines.append(f"{pad}(shared sub-plan {seen[id(n)]})")
             return
         seen[id(n)] = len(seen)
-        lines.append(f"{pad}{n.label()}  [{n.changelog}, watermark: {n.watermark or 'none'}]")
+        bound = state_bound(n)
+        state = f", state: {bound}" if bound else ""
+        lines.append(f"{pad}{n.label()}  [{n.changelog}, watermark: {n.watermark or 'none'}{state}]")
         for i in n.inputs:
             visit(i, depth + 1)
 

@@ -89,6 +89,7 @@ class Join(Node):
     stream_side: str = "left"  # lookup joins: which input is the stream
     lateness: int = 0  # allowed lateness of the sources below (state is kept that much longer)
     warning: str | None = None
+    ttl: int = 0  # regular joins: state rows not written for this long are dropped (SET 'state.ttl'); 0: never
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -191,9 +192,8 @@ class Join(Node):
             parts.append(f"stream={self.stream_side}")
         if self.residual is not None:
             parts.append(f"where {show(self.residual)}")
-        parts.append(f"state: {self.retention()}")
         name = {"interval": "IntervalJoin", "window": "WindowJoin", "temporal": "TemporalJoin",
-                "lookup": "LookupJoin", "regular": "Join"}[self.strategy]
+                "lookup": "LookupJoin", "regular": "RegularJoin"}[self.strategy]
         return f"{name}({', '.join(parts)})"
 
     def retention(self) -> str:
@@ -209,5 +209,13 @@ class Join(Node):
                     f"before the watermark and the newer ones")
         if self.strategy == "lookup":
             return "the table's current rows"
-        bounded = all(n.changelog == UPDATING for n in (self.left, self.right))
-        return "the current rows of both inputs" if bounded else "every row of both inputs (grows without bound)"
+        if self.ttl:
+            return f"the rows of both inputs, until their join key is not touched for {duration(self.ttl)} (state.ttl)"
+        streams = [side for side, n in (("left", self.left), ("right", self.right)) if n.changelog == APPEND]
+        if not streams:
+            return "the current rows of both inputs"
+        grows = "(grows without bound; SET 'state.ttl' bounds it)"
+        if len(streams) == 2:
+            return f"every row of both inputs {grows}"
+        other = "right" if streams[0] == "left" else "left"
+        return f"every row of the {streams[0]} stream {grows}, the current rows of the {other} input"

@@ -323,6 +323,7 @@ class Aggregate(Unary):
 
     keys: tuple[str, ...]
     aggs: tuple[AggCall, ...]
+    ttl: int = 0  # a key not written for this long is forgotten (SET 'state.ttl'); 0: never
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)

@@ -95,6 +95,7 @@ class TopN(Unary):
     order_by: tuple[tuple[str, bool], ...]
     limit: int
     rank_name: str
+    ttl: int = 0  # global Top-N, deduplication: partitions not touched for this long are dropped (state.ttl)
     kind: str = field(init=False)
     schema: Schema = field(init=False)
     changelog: str = field(init=False)

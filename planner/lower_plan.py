@@ -149,6 +149,12 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
 
 
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
+    for n in L.walk(root):
+        if isinstance(n, Join) and n.strategy == "lookup":
+            raise _refuse(route, f"run the lookup join {n.label()}",
+                          "each event meets the table as it is when the event arrives, which depends on timing; "
+                          "a temporal join (FOR SYSTEM_TIME AS OF the event time) or a plain JOIN (a regular "
+                          "join) has a result every route agrees on")
     if "processing" in time_kinds(root) or any(
             f.proctime for n in L.walk(root) if isinstance(n, L.Scan) for f in n.schema):
         raise _refuse(route, "run a query on processing time",
@@ -162,15 +168,15 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")
-        if isinstance(n, Join) and n.strategy == "lookup":
-            raise _refuse(route, f"run the lookup join {n.label()}",
-                          "each event meets the table as it is when the event arrives, which depends on timing; "
-                          "a temporal join (FOR SYSTEM_TIME AS OF the event time) or "
-                          "SET 'join.stream_table' = 'regular' has a result every route agrees on")
         if isinstance(n, StreamOf):
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
+    if ttl is not None:
+        raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
+                      "a state time-to-live drops rows by processing time, which a batch statement does not "
+                      "have (SET 'state.ttl' = '0 ms' computes the exact result)")
     if streaming:
         check_stream(root)
     if history:

@@ -29,6 +29,7 @@ class OpSpec:
     changelog: str
     watermark: str | None
     label: str
+    state: str | None = None  # what bounds the operator's state, for EXPLAIN (None: it keeps none)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ class GroupAggOp(DuckStateOp):
     keys: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
+    ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped (sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # drop the keys last written at or before now - ttl_us
+    oldest: str = ""  # the oldest last-written time held
 
 
 @dataclass(frozen=True)

@@ -72,12 +72,27 @@ class TemporalJoinOp(JoinOp):
 
 
 @dataclass(frozen=True)
+class ExternalLookup:
+    """A lookup table in another system (``connector = 'jdbc'``): its rows are fetched by key, per batch of
+    events, into the join's table (the cache) instead of arriving as a changelog input."""
+
+    options: tuple[tuple[str, str], ...]  # the table's WITH (...) options
+    columns: tuple[tuple[str, object], ...]  # (name, Arrow type) of the table columns the join reads
+    keys: tuple[str, ...]  # the table's columns that the join's equalities name
+    key_sql: str  # the batch's distinct key values, named as ``keys`` (DuckDB, over ``__input``)
+    misses: str  # the table of keys looked up and not found (cached too, as Flink does)
+    max_rows: int | None  # lookup.cache.max-rows (None: no cache, every batch asks the database)
+    ttl_us: int | None  # lookup.cache.ttl
+
+
+@dataclass(frozen=True)
 class LookupJoinOp(JoinOp):
     """Each event of the stream side with the current rows of the table side (processing time)."""
 
     stream_port: int = 0
     lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
     update: tuple[str, ...] = ()  # the table's changes
+    external: ExternalLookup | None = None  # set: one input (the stream); rows fetched by key
 
 
 @dataclass(frozen=True)
@@ -85,3 +100,6 @@ class RegularJoinOp(JoinOp):
     """A join of two relations that keeps all their current rows: an updating result."""
 
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
+    ttl_us: int = 0  # SET 'state.ttl': join keys not touched for this long are dropped (sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # drop the keys last touched at or before now - ttl_us
+    oldest: str = ""  # the oldest last-touched time held

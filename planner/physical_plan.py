@@ -43,6 +43,7 @@ from .physical_window import is_proctime_call, over_fields, session_fields, time
 from .plan_joins import JoinPlanning
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
+from .state_bounds import state_bound
 from .timeutil import parse_duration
 from .types import Schema, sum_type
 from .vocabulary import ADDITIONS, RETRACTIONS
@@ -79,6 +80,7 @@ class _Planner(JoinPlanning):
         schema = schema if schema is not None else node.schema.to_arrow()
         if node.changelog == L.UPDATING and OP not in schema.names:
             schema = schema.append(pa.field(OP, pa.int8()))  # updating streams carry their row kind
+        kw.setdefault("state", state_bound(node))
         op = cls(id=len(self.ops), inputs=inputs, schema=schema,
                  changelog=node.changelog, watermark=node.watermark, label=label, **kw)
         self.ops.append(op)
@@ -122,6 +124,10 @@ class _Planner(JoinPlanning):
         return self.plan_per_batch(node)
 
     def plan_Scan(self, node: L.Scan) -> int:
+        if not node.source.descriptor.source:  # a lookup connector (jdbc): rows are fetched by key
+            raise UnsupportedPlan(f"{node.source.connector} table '{node.source.name}' is read by key in lookup "
+                                  f"joins only: JOIN {node.source.name} FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k "
+                                  "(to follow a PostgreSQL table's rows, declare it with connector = 'postgres-cdc')")
         if node.source.kind == "table":
             return self.normalize(node, self.source(node))  # changes by key -> a changelog
         return self.source(node)
@@ -222,9 +228,10 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         updating = node.input.changelog == L.UPDATING
         sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
-                            S.render(S.chain_sql(chain)))
+                            S.render(S.chain_sql(chain)), node.ttl)
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
-                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables)
+                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
+                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest)
 
     def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
         chain, base = self.chain_below(node.input)

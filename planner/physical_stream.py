@@ -81,6 +81,12 @@ class TopNOp(OpSpec):
     window_end: str | None = None  # window Top-N: the column holding the window's end
     sql: TopNSql = None  # type: ignore[assignment]
     emit_sql: EmitSql | None = None  # rank column or last row per key: changes against the emitted rows
+    ttl_us: int = 0  # SET 'state.ttl' (global Top-N, deduplication): partitions not touched this long go
+    ttl_setup: tuple[str, ...] = ()  # creates the key table of partitions and their last touch
+    ttl_tables: tuple[str, ...] = ()
+    expire: tuple[str, ...] = ()  # drop partitions last touched at or before now - ttl_us
+    oldest: str = ""
+    touch: tuple[str, ...] = ()  # over __input: stamp the partitions of its rows with now
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,21 @@ fields of one operator.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 from sqlglot import exp
 
 from . import logical as L
 from .logical_over import OverAggregate
 from .logical_rank import TopN, window_end_column
-from .physical import OP, PartialAgg
+from .physical import BATCH, OP, PartialAgg
 from .sqlgen_emit import emit_sql
-from .sqlgen_group import q
+from .sqlgen_group import q, sql_type
 from .sqlgen_over import over_sql
 from .sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
+from .sqlgen_ttl import partition_touch, partition_ttl
 from .types import Schema
 
 
@@ -107,9 +110,28 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None)
     else:
         fields["emit_sql"] = emit_sql(op_id, out, node.partition_by, node.partition_by)
         fields["sql"] = dedup_sql(columns, node.partition_by, node.order_by[0][0], fields["emit_sql"].table)
+    if node.ttl:
+        fields.update(_topn_ttl(op_id, node, in_schema, fields))
     schema = output_schema(node)
     fields["schema"] = pa.schema([f for f in schema if f.name in columns or f.name == rank or f.name == OP])
     return fields
+
+
+def _topn_ttl(op_id: int, node: TopN, in_schema: pa.Schema, fields: dict) -> dict:
+    """SET 'state.ttl' for global Top-N and deduplication: partitions not touched for that long are dropped
+    (planner/sqlgen_ttl.py); keep-first deduplication's emitted keys are Arrow state the runtime filters."""
+    key_ddl = [(q(p), sql_type(in_schema.field(p).type)) for p in node.partition_by]
+    tables = [fields["emit_sql"].table] if fields.get("emit_sql") and node.kind != "first" else []
+    if node.kind == "global":
+        tables += list(fields["sql"].tables)
+    ttl = partition_ttl(op_id, key_ddl, tuple(tables), node.ttl)
+    out = dict(ttl_us=node.ttl, ttl_setup=ttl.setup, ttl_tables=ttl.tables, expire=ttl.expire, oldest=ttl.oldest,
+               touch=partition_touch(op_id, BATCH, [k for k, _ in key_ddl]))
+    if node.kind == "global":  # the partitions a batch changes: __touched_<id>, after per_batch
+        sql = fields["sql"]
+        out["sql"] = replace(sql, per_batch=sql.per_batch + partition_touch(op_id, f"__touched_{op_id}",
+                                                                             [k for k, _ in key_ddl]))
+    return out
 
 
 def is_proctime_call(e: exp.Expression) -> bool:

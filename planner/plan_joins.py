@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
+from ..grammar import DsmsError
 from . import logical as L
 from .expressions import col
 from .joins import Join
 from .physical import OP
 from .physical_joins import (
     ChangelogNormalizeOp,
+    ExternalLookup,
     IntervalJoinOp,
     LookupJoinOp,
     RegularJoinOp,
@@ -18,6 +21,7 @@ from .physical_joins import (
 )
 from .sqlgen_join import (
     JoinSql,
+    external_lookup_sql,
     interval_join_sql,
     lookup_join_sql,
     regular_join_sql,
@@ -25,6 +29,7 @@ from .sqlgen_join import (
     window_join_sql,
 )
 from .sqlgen_normalize import normalize_sql
+from .timeutil import parse_duration
 
 
 class JoinPlanning:
@@ -55,10 +60,37 @@ class JoinPlanning:
         src = self.ops[source_id]
         columns = [(f.name, f.type) for f in src.schema if f.name != OP]
         sql = normalize_sql(len(self.ops), columns, node.source.primary_key)
-        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}], state: the current row per key)"
+        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}])"
         return self.add(ChangelogNormalizeOp, node, (source_id,), label, schema=src.schema,
+                        state="the current row per key (bounded by the table's keys)",
                         keys=node.source.primary_key, setup=sql.setup, per_batch=sql.per_batch,
                         state_tables=(sql.state_table,))
+
+    def external_lookup(self, node: Join, inputs: list[L.Node]) -> int:
+        """A lookup join with a table fetched by key from another system: one input, the stream."""
+        s = 0 if node.stream_side == "left" else 1
+        table = inputs[1 - s]
+        if not all(isinstance(b if s == 0 else a, exp.Column) for a, b in node.equi) or not node.equi:
+            raise DsmsError(f"a lookup join on lookup table '{table.source.name}' needs equalities between "
+                                  "its columns and the stream's (ON s.k = t.k), to fetch rows by key")
+        stream = self.op_for(inputs[s])
+        table_schema = pa.schema([pa.field(f.name, f.type) for f in table.schema])
+        schemas = (_without_op(self.ops[stream].schema), table_schema)[:: 1 if s == 0 else -1]
+        j = JoinSql(node, len(self.ops), schemas)
+        sql = external_lookup_sql(j)
+        options = table.source.options
+        external = ExternalLookup(
+            options=tuple(sorted(options.items())), columns=tuple((f.name, f.type) for f in table_schema),
+            keys=sql["keys"], key_sql=sql["key_sql"], misses=sql["misses"],
+            max_rows=int(options["lookup.cache.max-rows"]) if options.get("lookup.cache.max-rows") else None,
+            ttl_us=parse_duration(options["lookup.cache.ttl"]) if options.get("lookup.cache.ttl") else None)
+        label = node.label() + f" (fetched by key from {table.source.connector} table '{table.source.name}'"
+        label += f", cache {external.max_rows} rows)" if external.max_rows else ", no cache)"
+        bound = (f"at most {external.max_rows} cached rows" if external.max_rows
+                 else "none (every batch's keys are fetched)")
+        return self.add(LookupJoinOp, node, (stream,), label, kind=node.kind, schema=j.output_schema(), state=bound,
+                        setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
+                        external=external)
 
     def plan_Join(self, node: Join) -> int:
         if node.strategy == "temporal":
@@ -69,7 +101,10 @@ class JoinPlanning:
             right = self.raw_sources[id(node.right)]
         else:
             needs = node.child_needs(self.required.get(id(node), set(node.schema.names)))
-            left, right = (self.op_for(self.pruned(i, n)) for i, n in zip(node.inputs, needs))
+            inputs = [self.pruned(i, n) for i, n in zip(node.inputs, needs)]
+            if node.strategy == "lookup" and lookup_table(inputs[1 if node.stream_side == "left" else 0]):
+                return self.external_lookup(node, inputs)
+            left, right = (self.op_for(i) for i in inputs)
         schemas = tuple(_without_op(self.ops[i].schema) for i in (left, right))
         j = JoinSql(node, len(self.ops), schemas)
         common = dict(kind=node.kind, schema=j.output_schema())
@@ -99,9 +134,10 @@ class JoinPlanning:
                             state_tables=sql["state_tables"], stream_port=0 if node.stream_side == "left" else 1,
                             lookup=sql["lookup"], update=sql["update"])
         updating = (node.left.changelog == L.UPDATING, node.right.changelog == L.UPDATING)
-        sql = regular_join_sql(j, updating)
+        sql = regular_join_sql(j, updating, node.ttl)
         return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
-                        state_tables=sql["state_tables"], on_batch=sql["on_batch"])
+                        state_tables=sql["state_tables"], on_batch=sql["on_batch"], ttl_us=node.ttl,
+                        expire=sql["expire"], oldest=sql["oldest"])
 
 
 def _pruned(node: L.Node, needed: set[str]) -> L.Node:
@@ -115,3 +151,8 @@ def _pruned(node: L.Node, needed: set[str]) -> L.Node:
 
 def _without_op(schema: pa.Schema) -> pa.Schema:
     return schema.remove(schema.get_field_index(OP)) if OP in schema.names else schema
+
+
+def lookup_table(node: L.Node) -> bool:
+    """Whether ``node`` is a table read only by key lookups (a lookup connector that is not a source: jdbc)."""
+    return isinstance(node, L.Scan) and node.source.descriptor.lookup and not node.source.descriptor.source

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from .logical import AggCall
 from .physical import OP
+from .sqlgen_ttl import group_agg_ttl, now
 from .types import Schema, sum_type, to_sql_type
 from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
@@ -43,12 +44,12 @@ class GroupAggSql:
     per_batch: tuple[str, ...]  # run in order; the last returns the changes
     compact: tuple[str, ...]  # merge the multiset logs (run now and then)
     state_tables: tuple[str, ...]
-
-
+    expire: tuple[str, ...] = ()  # SET 'state.ttl': drop the keys not written for that long (sqlgen_ttl.py)
+    oldest: str = ""  # the oldest last-write time held
 
 
 def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,
-                  updating_input: bool, input_sql: str) -> GroupAggSql:
+                  updating_input: bool, input_sql: str, ttl_us: int = 0) -> GroupAggSql:
     state, d, o, n, emit = (f"__state_{op_id}", f"__d_{op_id}", f"__o_{op_id}", f"__n_{op_id}", f"__emit_{op_id}")
     K = [q(k) for k in keys]
     key_types = [sql_type(input_schema.find(k).type) for k in keys]
@@ -110,7 +111,9 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
         outputs.append((out, sql_type(a.type)))
 
     columns += [(f"__out{i}", t) for i, (_, t) in enumerate(outputs)]
-    accumulators = [c for c, _ in columns[len(K):] if not c.startswith("__out")]
+    if ttl_us:  # when the key was last written, in processing time
+        columns.append(("__at", "BIGINT"))
+    accumulators = [c for c, _ in columns[len(K):] if not c.startswith("__out") and c != "__at"]
     setup.insert(0, f"CREATE TABLE IF NOT EXISTS {state} ({', '.join(f'{c} {t}' for c, t in columns)})")
 
     # Without keys, a batch whose rows were all filtered away must not look like a key.
@@ -127,7 +130,8 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
         f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{', '.join(merged)} "
         f"FROM {d} d LEFT JOIN {o} o ON {on('d', 'o')}",
         f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('n'))}"
-        f"{', '.join('n.' + c for c in accumulators)}, {out_items} FROM {n} n {' '.join(multiset_joins)}",
+        f"{', '.join('n.' + c for c in accumulators)}, {out_items}{f', {now(op_id)} AS __at' if ttl_us else ''} "
+        f"FROM {n} n {' '.join(multiset_joins)}",
     ]
 
     names = K + [q(a.name) for a in aggs]
@@ -149,4 +153,11 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
         f"INSERT INTO {state} SELECT * FROM {n} WHERE __cnt > 0",
         f"SELECT * FROM {emit}",
     ]
-    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
+    if not ttl_us:
+        return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
+    logs = tuple(tables[1:])
+    if logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
+        per_batch[-1:-1] = [f"DELETE FROM {log} AS m USING {d} WHERE {on('m', d)} AND NOT EXISTS "
+                            f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
+    ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
+    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)

@@ -20,6 +20,7 @@ from . import sqlgen as S
 from .joins import Join
 from .physical import BATCH, OP
 from .sqlgen_group import q, sql_type
+from .sqlgen_ttl import TtlSql, join_ttl, touch_keys
 from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
 SEQ = "__seq"  # arrival number the runtime adds to a versioned table's batches
@@ -245,20 +246,47 @@ def lookup_join_sql(j: JoinSql) -> dict:
     return dict(setup=setup, state_tables=(table,), update=update, lookup=lookup)
 
 
-def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
-    """``updating``: whether each input carries retractions."""
+def external_lookup_sql(j: JoinSql) -> dict:
+    """A lookup join whose table is fetched by key (``ExternalLookup``): the cache is the join's table, with
+    the time each row was fetched; the keys of an event batch are found with ``key_sql``."""
+    s = 0 if j.node.stream_side == "left" else 1
+    t = 1 - s
+    sql = lookup_join_sql(j)
+    table, misses = j.table("t"), j.table("m")
+    stream_alias = "l" if s == 0 else "r"
+    pairs = [(a, b) if s == 0 else (b, a) for a, b in j.node.equi]  # (stream expression, table column)
+    keys = tuple(j.source[b.name][1] for _, b in pairs)
+    key_types = {f.name: f.type for f in j.schemas[t]}
+    items = ", ".join(f"{j.render(a)} AS {q(k)}" for (a, _), k in zip(pairs, keys))
+    not_null = " AND ".join(f"{j.render(a)} IS NOT NULL" for a, _ in pairs)
+    setup = (f"CREATE TABLE IF NOT EXISTS {table} ({j.columns_ddl(t, ', __n BIGINT, __fetched BIGINT')})",
+             f"CREATE TABLE IF NOT EXISTS {misses} ("
+             + ", ".join(f"{q(k)} {sql_type(key_types[k])}" for k in keys) + ", __fetched BIGINT)")
+    return dict(setup=setup, state_tables=(table, misses), lookup=sql["lookup"], keys=keys, misses=misses,
+                key_sql=f"SELECT DISTINCT {items} FROM {BATCH} AS {stream_alias} WHERE {not_null}")
+
+
+def regular_join_sql(j: JoinSql, updating: tuple[bool, bool], ttl_us: int = 0) -> dict:
+    """``updating``: whether each input carries retractions. ``ttl_us``: SET 'state.ttl' (see sqlgen_ttl.py)."""
     tables = (j.table("l"), j.table("r"))
     setup = tuple(f"CREATE TABLE IF NOT EXISTS {tables[s]} ({j.columns_ddl(s, ', __n BIGINT')})" for s in (0, 1))
+    keys = ([j.render(a) for a, _ in j.node.equi], [j.render(b) for _, b in j.node.equi])
+    ttl, key_table = TtlSql(), ""
+    if ttl_us:
+        ttl, key_table = join_ttl(j.op_id, tables, keys[0], keys[1], ttl_us)
+        setup += ttl.setup
     names = ", ".join(q(c) for c in j.out_names)
     on_batch = []
     for s in (0, 1):
         own, other = ("l", "r") if s == 0 else ("r", "l")
         delta, out = j.table("d"), j.table("o")
+        touch = touch_keys(j.op_id, key_table, delta, own, keys[s]) if ttl_us else ()
         pair = (f"{delta} AS l JOIN {tables[1]} AS r" if s == 0 else f"{tables[0]} AS l JOIN {delta} AS r")
         if not any(updating) and not any(j.preserved):
             # Two streams, inner: every match is new, nothing is ever retracted.
             pair = pair.replace(delta, BATCH)
-            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {BATCH}",
+            touch = touch_keys(j.op_id, key_table, BATCH, own, keys[s]) if ttl_us else ()
+            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {BATCH}", *touch,
                              f"SELECT {j.outputs()} FROM {pair} ON {j.condition()}"))
             continue
         cond = j.condition()
@@ -268,6 +296,10 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             f"CREATE OR REPLACE TEMP TABLE {out} AS SELECT {j.outputs()}, {own}.__sg * {other}.__n AS __n, "
             f"{own}.__k FROM {pair} ON {cond}",
         ]
+        if ttl_us and updating[s]:  # a retraction of an expired row: nothing to retract
+            stmts.insert(1, f"DELETE FROM {delta} WHERE __sg < 0 AND NOT EXISTS (SELECT 1 FROM {tables[s]} AS t "
+                            f"WHERE {j.same_row(s, 't', delta)}) AND NOT EXISTS (SELECT 1 FROM {delta} AS t "
+                            f"WHERE t.__sg > 0 AND {j.same_row(s, 't', delta)})")
         if j.preserved[s]:  # own rows without a match, padded
             anti = (f"{delta} AS l ANTI JOIN {tables[1]} AS r" if s == 0 else
                     f"{delta} AS r ANTI JOIN {tables[0]} AS l")
@@ -290,6 +322,7 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             stmts += list(merge_into(j, s, tables[s], delta, "__sg"))
         else:
             stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {delta}")
+        stmts += touch
         # The net change of each output row: retractions first, a row held n times emitted n times.
         stmts.append(
             f"SELECT {names}, CAST(CASE WHEN __net > 0 THEN (CASE WHEN __upd THEN {ChangeOp.UPDATE_AFTER.sql} ELSE {ChangeOp.INSERT.sql} END) "
@@ -298,4 +331,5 @@ def regular_join_sql(j: JoinSql, updating: tuple[bool, bool]) -> dict:
             f"bool_or(__k IN {sql_codes((ChangeOp.UPDATE_BEFORE, ChangeOp.UPDATE_AFTER))}) AS __upd FROM {out} GROUP BY ALL) AS g WHERE __net <> 0) AS e "
             f"ORDER BY __net > 0")
         on_batch.append(tuple(stmts))
-    return dict(setup=setup, state_tables=tables, on_batch=tuple(on_batch))
+    return dict(setup=setup, state_tables=tables + ttl.tables, on_batch=tuple(on_batch), expire=ttl.expire,
+                oldest=ttl.oldest)

@@ -106,3 +106,15 @@ def format_duration(micros: int) -> str:
         if micros and micros % factor == 0:
             return f"{micros // factor}{name}"
     return f"{micros}us"
+
+
+def state_ttl(value: str | None) -> int | None:
+    """``SET 'state.ttl'`` in microseconds; None when it is unset or zero (no time-to-live, as Flink's '0 ms').
+
+    >>> state_ttl("1 h"), state_ttl("0 ms"), state_ttl("")
+    (3600000000, None, None)
+    """
+    if not value:
+        return None
+    micros = parse_duration(value)
+    return micros if micros > 0 else None

@@ -56,6 +56,20 @@ class Checkpoint:
         return self.job
 
 
+def complete(job, taken: Checkpoint) -> None:
+    """Checkpoint ``taken`` of ``job`` is on disk: sources and sinks that wait for that may act on it (a
+    replication slot confirms the checkpoint's LSN, a write-ahead sink commits the checkpoint's rows)."""
+    saved_sources = taken.job.get("sources") or {}
+    for op_id, source in getattr(job, "sources", ()):  # a runtime job's sources and their readers
+        confirm = getattr(getattr(source, "reader", None), "checkpoint_complete", None)
+        saved = saved_sources.get(str(op_id))
+        if confirm is not None and saved is not None:
+            confirm(saved["position"])
+    commit = getattr(job.output, "checkpoint_complete", None)
+    if commit is not None:
+        commit(taken.output)
+
+
 def plan_fingerprint(plan: PhysicalPlan) -> str:
     """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
     ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]

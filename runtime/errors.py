@@ -30,6 +30,10 @@ class SinkError(DsmsError):
     """A sink cannot be opened or written."""
 
 
+class LookupTableError(DsmsError):
+    """A lookup join's table in another system (jdbc) cannot be read."""
+
+
 class RouteError(DsmsError):
     """A batch route failed for a reason other than bad input."""
 

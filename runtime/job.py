@@ -349,7 +349,11 @@ class Job(Lifecycle):
                 self._set_idle(op_id, idle)
 
     def close(self) -> None:
-        """Release the job's DuckDB connection and its open source files."""
+        """Release the job's DuckDB connection, its open source files and operators' connections."""
+        for logic in self.logics.values():
+            release = getattr(logic, "close", None)
+            if release is not None:  # a lookup join's connection to its database
+                release()
         self.env.duck.close()
         for _, source in self.sources:
             reader = getattr(source, "reader", None)

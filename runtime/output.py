@@ -38,11 +38,26 @@ class SinkOutput:
         self.writer.flush()
         self.writer.close()
 
-    def checkpoint(self) -> tuple[dict, None]:
-        """Make what was written durable; its position is what a restart keeps."""
+    def checkpoint(self) -> tuple[dict, pa.Table | None]:
+        """Make what was written durable; its position is what a restart keeps.
+
+        A write-ahead sink (the jdbc sink) instead seals what came since the
+        last checkpoint: those rows go into the checkpoint and are committed
+        by ``checkpoint_complete`` once it is on disk.
+        """
+        prepare = getattr(self.writer, "prepare_checkpoint", None)
+        if prepare is not None:
+            position, pending = prepare()
+            return {"position": position}, pending
         if not self.closed:
             self.writer.flush()
         return {"position": self.writer.position}, None
+
+    def checkpoint_complete(self, meta: dict) -> None:
+        """The checkpoint that holds ``meta`` is on disk."""
+        complete = getattr(self.writer, "checkpoint_complete", None)
+        if complete is not None:
+            complete(meta.get("position"))
 
 
 class CollectOutput:

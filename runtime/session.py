@@ -29,8 +29,8 @@ from ..planner.catalog import SinkDef
 from ..planner.explain import explain_logical
 from ..planner.routing import RouteChoice, choose_route
 from . import checkpoint as ckpt
-from .connectors.base import ReaderWrapper
 from .connectors.factory import open_sink
+from .connectors.memory import Select
 from .duck import Duck
 from .estimate import estimated_bytes
 from .job import Job
@@ -95,9 +95,12 @@ class Session:
         updating = planned.changelog == "updating"
         if sink is not None and not sink.descriptor.collects:
             if saved is not None and saved.job.get("done"):
+                if saved.contents is not None:  # a write-ahead sink: opening it commits the last sealed rows
+                    open_sink(sink, schema, updating, saved.output.get("position"), saved.contents).close()
                 return ClosedOutput()  # it had finished: its output is complete
             position = saved.output.get("position") if saved is not None else None
-            return SinkOutput(open_sink(sink, schema, updating, position))
+            contents = saved.contents if saved is not None else None  # a write-ahead sink's sealed rows
+            return SinkOutput(open_sink(sink, schema, updating, position, contents))
         output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
         if saved is not None:
             output.restore(saved.output, saved.contents)
@@ -121,7 +124,9 @@ class Session:
         """Write checkpoint ``seq`` of ``job`` into ``folder`` (``take``: how the query checkpoints itself,
         for a job that checkpoints after each of its own commits)."""
         job.keep_checkpoints(folder, take)
-        ckpt.save(folder, seq, job.snapshot())
+        taken = job.snapshot()
+        ckpt.save(folder, seq, taken)
+        ckpt.complete(job, taken)
 
     def sync_inputs(self) -> None:
         """Put what the memory streams hold on disk (before checkpoints that point into them)."""
@@ -129,21 +134,9 @@ class Session:
             log.sync()
 
 
-class _Columns(ReaderWrapper):
-    """A reader that keeps only some columns of another reader's batches."""
-
-    def __init__(self, reader, columns):
-        super().__init__(reader)
-        self.columns = list(columns)
-
-    def read(self):
-        table = self.inner.read()
-        return table if table is None else table.select(self.columns)
-
-
-def log_reader(log: MemoryLog, columns) -> _Columns:
+def log_reader(log: MemoryLog, columns) -> Select:
     """A reader of ``log`` from its start, keeping ``columns`` (a source operator's)."""
-    return _Columns(log.reader(), columns)
+    return Select(log.reader(), list(columns))
 
 
 def run_bounded(planned: "PlannedQuery", open_reader, changes_applied: bool = True) -> pa.Table:

@@ -53,3 +53,17 @@ def spark_session():
                            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for the whole test run (devtools/postgres_server.py), or a skip saying why not."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "devtools"))
+    from postgres_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as e:
+        pytest.skip(f"no PostgreSQL server for the connector tests: {e}")
+    yield server
+    server.stop()

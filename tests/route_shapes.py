@@ -349,9 +349,17 @@ SHAPES = [
     Shape("regular_join_tables", "SELECT t.k, t.rate, d.label FROM t JOIN d ON t.k = d.k",
           f"""SELECT t.k, t.rate, d.label FROM ({final_state('t_changes', 'rate')}) t
               JOIN ({final_state('d_changes', 'label')}) d ON t.k = d.k"""),
+    # A plain stream-table JOIN is a regular join (as in Flink): every event with the table's final rows.
     Shape("regular_join_stream_table", "SELECT s.k, s.v, t.rate FROM s LEFT JOIN t ON s.k = t.k",
-          f"SELECT s.k, s.v, t.rate FROM s_all s LEFT JOIN ({final_state('t_changes', 'rate')}) t ON s.k = t.k",
-          settings=(("join.stream_table", "regular"),)),
+          f"SELECT s.k, s.v, t.rate FROM s_all s LEFT JOIN ({final_state('t_changes', 'rate')}) t ON s.k = t.k"),
+    Shape("regular_join_stream_debezium_inner", "SELECT s.k, s.v, s.ts, d.label FROM s JOIN d ON s.k = d.k",
+          f"SELECT s.k, s.v, s.ts, d.label FROM s_all s JOIN ({final_state('d_changes', 'label')}) d ON s.k = d.k"),
+    Shape("regular_join_stream_debezium_right", "SELECT s.v, d.k AS dk, d.label FROM s RIGHT JOIN d ON s.k = d.k "
+          "AND s.v > 40", f"SELECT s.v, d.k, d.label FROM s_all s RIGHT JOIN ({final_state('d_changes', 'label')}) d "
+          "ON s.k = d.k AND s.v > 40"),
+    Shape("regular_join_stream_table_full", "SELECT s.v, t.k AS tk, t.rate FROM s FULL JOIN t ON s.k = t.k "
+          "AND t.rate > 50", f"SELECT s.v, t.k, t.rate FROM s_all s FULL JOIN ({final_state('t_changes', 'rate')}) t "
+          "ON s.k = t.k AND t.rate > 50"),
     Shape("emit_changes", TUMBLE10 + " EMIT CHANGES", TUMBLE10_ORACLE.format(src="s")),
     Shape("emit_changes_every", TUMBLE10 + " EMIT CHANGES EVERY INTERVAL '1' SECOND", TUMBLE10_ORACLE.format(src="s")),
     Shape("allowed_lateness", TUMBLE10 + " ALLOWED LATENESS INTERVAL '3' SECOND", TUMBLE10_ORACLE.format(src="s5")),
@@ -413,7 +421,12 @@ REFUSED = [
     Refused("watched_files", "CREATE STREAM w (k VARCHAR, v BIGINT, ts TIMESTAMP(3)) WITH (connector = 'file', "
             "path = '{root}/s', format = 'json', watch = 'true');", "SELECT k FROM w",
             "cannot read 'w' (watch = 'true')", routes=("duckdb",)),  # Spark runs it continuously
-    Refused("lookup_join", "", "SELECT s.k, t.rate FROM s JOIN t ON s.k = t.k", "cannot run the lookup join"),
+    Refused("lookup_join", "", "SELECT s.k, t.rate FROM s JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k",
+            "cannot run the lookup join"),
+    Refused("lookup_join_on_a_proctime_column", "CREATE STREAM sp (k VARCHAR, v BIGINT, pt AS PROCTIME()) WITH ("
+            "connector = 'file', path = '{root}/s', format = 'json');",
+            "SELECT sp.v, d.label FROM sp LEFT JOIN d FOR SYSTEM_TIME AS OF sp.pt ON sp.k = d.k",
+            "cannot run the lookup join"),
     Refused("istream_of_an_updating_relation", "", "ISTREAM(SELECT k, COUNT(*) AS n FROM s GROUP BY k)",
             "cannot run IStream(changes)"),
 ]

@@ -15,6 +15,11 @@ rows, and their rows compared with the ones the page shows (hand-computed,
 never the engine's own earlier output).
 
 Blocks that are not statements (grammar synopses) are fenced ```text.
+
+A page whose examples read or write PostgreSQL (``postgres-cdc``, ``jdbc``)
+runs them on the test server (the ``postgres`` fixture) in a database of
+its own: its ```postgresql blocks (the PostgreSQL side: tables, rows) run
+there first, and the examples' connection options are pointed at it.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ PAGES = sorted(["README.md"] + [os.path.join("docs", name) for name in os.listdi
                                 if name.endswith(".md")])
 PAGES = [page for page in PAGES if SQL_BLOCK.search(open(os.path.join(ROOT, page)).read())]
 CREATES = (CreateSource, CreateView, CreateSink, CreateMaterializedView)
+POSTGRES_BLOCK = re.compile(r"^```postgresql\n(.*?)^```", re.S | re.M)
+POSTGRES_CONNECTORS = ("postgres-cdc", "jdbc")
 
 
 def sql_blocks(page: str) -> list[tuple[int, str]]:
@@ -131,10 +138,37 @@ def test_the_pages_with_sql_examples_are_all_found():
             "docs/connectors.md", "docs/routes.md"} <= set(PAGES)
 
 
+def _connector(stmt) -> str:
+    return (stmt.options.get("connector") or "").lower() if isinstance(stmt, (CreateSource, CreateSink)) else ""
+
+
+def on_test_server(statements: list, page: str, request) -> list:
+    """The page's statements with their PostgreSQL options pointed at the test server, after the page's
+    ```postgresql blocks ran there in a fresh database (unchanged if the page uses no PostgreSQL)."""
+    if not any(_connector(s) in POSTGRES_CONNECTORS for _, s in statements):
+        return statements
+    pg = request.getfixturevalue("postgres")
+    database = "docs_" + re.sub(r"\W", "_", os.path.basename(page)[:-3])
+    with pg.connect(autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {database}")
+    import psycopg
+
+    with psycopg.connect(pg.url.rsplit("/", 1)[0] + "/" + database, autocommit=True) as conn:
+        for block in POSTGRES_BLOCK.findall(open(os.path.join(ROOT, page)).read()):
+            conn.execute(block)
+    server = {"postgres-cdc": {"hostname": "127.0.0.1", "port": str(pg.port), "username": "dsms",
+                               "password": "dsms", "database-name": database},
+              "jdbc": {"url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{database}", "username": "dsms",
+                       "password": "dsms"}}
+    return [(where, dataclasses.replace(s, options={**s.options, **server[_connector(s)]})
+             if _connector(s) in server else s) for where, s in statements]
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_the_sql_examples_of_a_page_run(page, tmp_path, monkeypatch):
+def test_the_sql_examples_of_a_page_run(page, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
-    statements = page_statements(page)
+    statements = on_test_server(page_statements(page), page, request)
     assert statements
     declared = {s.name.value.lower() for _, s in statements if isinstance(s, CREATES)}
     creates, inserts = catalog(skip=declared)
@@ -305,3 +339,28 @@ def test_the_changelog_json_sink_of_connectors_md_writes_the_lines_it_shows(tmp_
     assert lines == ['{"op":"+I","auction":1,"total":10}', '{"op":"-U","auction":1,"total":10}',
                      '{"op":"+U","auction":1,"total":12}']
     assert lines[1] in open(os.path.join(ROOT, "docs/connectors.md")).read()  # the line the page shows
+
+
+def test_the_postgresql_example_of_connectors_md_writes_the_totals_it_shows(request):
+    import decimal
+    import time
+
+    page = "docs/connectors.md"
+    statements = on_test_server([(page, s) for s in parse_script(block(page, "'postgres-cdc'"))], page, request)
+    pg = request.getfixturevalue("postgres")
+    url = pg.url.rsplit("/", 1)[0] + "/docs_connectors"
+    import psycopg
+
+    def totals():
+        with psycopg.connect(url) as conn:
+            return sorted(conn.execute("SELECT * FROM customer_totals").fetchall())
+
+    shown = [("ada", 2, decimal.Decimal("19.75")), ("bob", 1, decimal.Decimal("3.00"))]
+    with dsms.Engine() as engine:
+        for _, stmt in statements:
+            engine.execute_statement(stmt)
+        deadline = time.monotonic() + 30
+        while totals() != shown and time.monotonic() < deadline:
+            engine.run_until_idle()
+            time.sleep(0.05)
+    assert totals() == shown

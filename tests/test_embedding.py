@@ -218,6 +218,8 @@ def test_declare_builds_a_catalog_from_ddl_and_refuses_anything_else():
                       "CREATE TABLE b (id INT, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory')")
     assert [catalog.get(n).object_kind for n in ("a", "b")] == ["stream", "table"]
     planned = dsms.plan("SELECT a.x, b.v FROM a JOIN b ON a.x = b.id", catalog)
-    assert planned.changelog == "append-only" and planned.optimized.input.strategy == "lookup"  # a stream and a table
+    assert planned.changelog == "updating" and planned.optimized.input.strategy == "regular"  # a stream and a table
+    planned = dsms.plan("SELECT a.x, b.v FROM a JOIN b FOR SYSTEM_TIME AS OF PROCTIME() ON a.x = b.id", catalog)
+    assert planned.changelog == "append-only" and planned.optimized.input.strategy == "lookup"
     with pytest.raises(dsms.SqlError, match="CREATE STREAM and CREATE TABLE statements only"):
         declare("SELECT 1")

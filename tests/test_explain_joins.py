@@ -25,7 +25,9 @@ CASES = {
         ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.id = r.imp_id""",
     "temporal": """SELECT i.id, a.campaign, a.bid FROM imp i JOIN ads FOR SYSTEM_TIME AS OF i.ts AS a
         ON i.ad_id = a.ad_id""",
-    "lookup_expression_key": """SELECT i.id, c.owner FROM imp i LEFT JOIN campaigns c ON c.name = 'x' || CAST(i.ad_id AS VARCHAR)""",
+    "lookup_expression_key": """SELECT i.id, c.owner FROM imp i LEFT JOIN campaigns FOR SYSTEM_TIME AS OF PROCTIME() AS c
+        ON c.name = 'x' || CAST(i.ad_id AS VARCHAR)""",
+    "stream_table_regular": """SELECT i.id, c.owner FROM imp i LEFT JOIN campaigns c ON c.name = CAST(i.ad_id AS VARCHAR)""",
     "tables": """SELECT a.ad_id, c.owner FROM ads a FULL JOIN campaigns c ON a.campaign = c.name""",
     "streams_unbounded": """SELECT i.id, c.ts FROM imp i JOIN clk c ON i.id = c.imp_id""",
 }

@@ -28,7 +28,8 @@ QUERIES = {
               "LEFT JOIN TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND)) r "
               "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
     "regular": "SELECT t.k, t.v, b.v AS bv FROM t LEFT JOIN b ON t.k = b.k AND b.v > t.v",
-    "lookup": "SELECT a.v, t.v AS tv FROM a LEFT JOIN t ON a.k = t.k",
+    "lookup": "SELECT a.v, t.v AS tv FROM a LEFT JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON a.k = t.k",
+    "stream_table": "SELECT a.v, t.v AS tv FROM a LEFT JOIN t ON a.k = t.k",
 }
 
 

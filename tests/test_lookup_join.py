@@ -1,5 +1,9 @@
 """Lookup joins: each event joins the table's rows as they are when the event is processed.
 
+A lookup join is asked for with Flink's ``FOR SYSTEM_TIME AS OF`` a processing-time attribute
+(``PROCTIME()`` or a ``pt AS PROCTIME()`` column), or for every stream-table join of a session with
+``SET 'join.stream_table' = 'lookup'`` (a plain JOIN is a regular join by default).
+
 The feed runs in phases: table changes, then events, then more table changes (updates and
 deletes of keys the earlier events joined), then more events. The oracle joins each phase's
 events with the table as it stood then, computed in DuckDB from the change log."""
@@ -16,7 +20,7 @@ from oracle import duck, rows
 
 DDL = """
 CREATE TABLE t (id BIGINT, k VARCHAR, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory');
-CREATE STREAM s (k VARCHAR, x BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+CREATE STREAM s (k VARCHAR, x BIGINT, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
   WITH (connector = 'memory');
 """
 BASE_US = 1_700_000_000_000_000
@@ -42,8 +46,13 @@ PHASES = [("t", table_changes(60, 1, 0)), ("s", stream_events(150, 2, 0)), ("t",
           ("s", stream_events(150, 4, 1000)), ("t", table_changes(40, 5, 200)), ("s", stream_events(100, 6, 2000))]
 
 
-def run_phases(sql: str, max_batch: int = 9):
+LOOKUP = "SET 'join.stream_table' = 'lookup'"
+
+
+def run_phases(sql: str, max_batch: int = 9, setting: str | None = None):
     rec = Recorder(DDL)
+    if setting:
+        rec.engine.execute(setting)
     rec.query("j", sql)
     for i, (name, data) in enumerate(PHASES):
         table = pa.Table.from_pylist(data)
@@ -67,9 +76,11 @@ def oracle(sql_for_phase: str) -> pa.Table:
 
 
 @pytest.mark.parametrize("kind", ["", "LEFT"])
-def test_each_event_joins_the_table_as_it_is_then(kind):
-    sql = f"SELECT s.x, s.k, t.id, t.v FROM s {kind} JOIN t ON s.k = t.k AND t.v > 10"
-    rec = run_phases(sql)
+@pytest.mark.parametrize("as_of", ["FOR SYSTEM_TIME AS OF PROCTIME()", "FOR SYSTEM_TIME AS OF s.pt", LOOKUP])
+def test_each_event_joins_the_table_as_it_is_then(kind, as_of):
+    setting, as_of = (as_of, "") if as_of == LOOKUP else (None, as_of)
+    sql = f"SELECT s.x, s.k, t.id, t.v FROM s {kind} JOIN t {as_of} ON s.k = t.k AND t.v > 10"
+    rec = run_phases(sql, setting=setting)
     assert rec.queries["j"].changelog == "append-only"
     assert rec.ops("j") == {"+I"}
     got = rec.final("j")
@@ -81,7 +92,7 @@ def test_each_event_joins_the_table_as_it_is_then(kind):
 
 
 def test_table_on_the_left_and_proctime_spelling():
-    got = run_phases("SELECT s.x, t.id FROM t RIGHT JOIN s ON s.k = t.k", max_batch=30).final("j")
+    got = run_phases("SELECT s.x, t.id FROM t RIGHT JOIN s ON s.k = t.k", max_batch=30, setting=LOOKUP).final("j")
     assert rows(got) == rows(oracle("SELECT s.x, t.id FROM s LEFT JOIN t ON s.k = t.k"))
     got = run_phases("SELECT s.x, t.id FROM s JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k",
                      max_batch=30).final("j")
@@ -90,7 +101,7 @@ def test_table_on_the_left_and_proctime_spelling():
 
 def test_lookup_into_a_filtered_view_of_a_table():
     sql = "SELECT s.x, big.id FROM s JOIN (SELECT id, k FROM t WHERE v >= 50) AS big ON s.k = big.k"
-    got = run_phases(sql, max_batch=30).final("j")
+    got = run_phases(sql, max_batch=30, setting=LOOKUP).final("j")
     assert rows(got) == rows(oracle("SELECT s.x, t.id FROM s JOIN t ON s.k = t.k AND t.v >= 50"))
 
 
@@ -99,7 +110,8 @@ def test_the_stream_watermark_drives_windows_after_a_lookup():
     engine = dsms.Engine()
     engine.execute(DDL)
     q = engine.query("""SELECT window_start, k, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(TUMBLE(TABLE (
-                          SELECT s.ts, s.k, t.v FROM s JOIN t ON s.k = t.k), DESCRIPTOR(ts), INTERVAL '5' SECOND))
+                          SELECT s.ts, s.k, t.v FROM s JOIN t FOR SYSTEM_TIME AS OF s.pt ON s.k = t.k),
+                          DESCRIPTOR(ts), INTERVAL '5' SECOND))
                         GROUP BY window_start, window_end, k""")
     engine.insert("t", [(1, "a", 10), (2, "a", 5), (3, "b", 1)])
     engine.insert("s", [("a", i, pa.scalar(BASE_US + i * 1_000_000, pa.timestamp("us")).as_py()) for i in range(12)])
@@ -116,5 +128,6 @@ def test_the_stream_watermark_drives_windows_after_a_lookup():
 def test_a_join_between_a_stream_and_an_aggregate_is_regular():
     engine = dsms.Engine()
     engine.execute(DDL)
+    engine.execute(LOOKUP)
     p = engine.plan("SELECT s.x, c.n FROM s JOIN (SELECT k, COUNT(*) AS n FROM s GROUP BY k) AS c ON s.k = c.k")
     assert p.changelog == "updating" and p.warnings

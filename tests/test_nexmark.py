@@ -135,13 +135,13 @@ def test_three_way_interval_joins():
 
 
 def test_stream_joined_with_a_table_then_a_stream():
-    """Bids joined with auctions (interval) and with persons kept as a table (a lookup join); all persons
-    are loaded before the events, so each bid sees every person."""
+    """Bids joined with auctions (interval) and with persons kept as a table (a lookup join, FOR SYSTEM_TIME
+    AS OF PROCTIME()); all persons are loaded before the events, so each bid sees every person."""
     ddl = DDL + """CREATE TABLE people (id BIGINT, name VARCHAR, state VARCHAR, PRIMARY KEY (id) NOT ENFORCED)
                    WITH (connector = 'memory');"""
     sql = """SELECT B.auction, B.price, P.name, P.state FROM bid B
              JOIN auction A ON B.auction = A.id AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '30' SECOND
-             LEFT JOIN people P ON A.seller = P.id"""
+             LEFT JOIN people FOR SYSTEM_TIME AS OF PROCTIME() AS P ON A.seller = P.id"""
     rec = Recorder(ddl)
     rec.query("q", sql)
     rec.engine.insert("people", DATA["person"].select(["id", "name", "state"]))
@@ -149,8 +149,9 @@ def test_stream_joined_with_a_table_then_a_stream():
     feed_interleaved(rec, {"bid": DATA["bid"], "auction": DATA["auction"]}, seed=3, max_batch=10)
     rec.end()
     assert "LookupJoin(LEFT" in rec.engine.explain(sql)
-    want = duck(sql.replace("INTERVAL '30' SECOND", "INTERVAL 30 SECOND"), bid=DATA["bid"],
-                auction=DATA["auction"], people=DATA["person"])
+    want = duck(sql.replace("INTERVAL '30' SECOND", "INTERVAL 30 SECOND").replace(
+        "FOR SYSTEM_TIME AS OF PROCTIME() AS P", "AS P"), bid=DATA["bid"], auction=DATA["auction"],
+        people=DATA["person"])
     assert rows(rec.final("q")) == rows(want)
 
 

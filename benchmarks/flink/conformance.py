@@ -1,8 +1,9 @@
 """Flink as an independent check of dsms: the same queries, the same files, the same final rows?
 
 Small generated event files (JSON lines, out of order by up to 4 s, a few
-events that are very late) are read by Flink SQL 2.3 in streaming mode and
-by dsms (the Python Engine, file sources). Each query's changelog is
+events that are very late) and a table of Debezium JSON changes (creates,
+updates, deletes and re-creates by key) are read by Flink SQL 2.3 in
+streaming mode and by dsms (the Python Engine, file sources). Each query's changelog is
 collected from both, applied to an empty table, and the final tables are
 compared as multisets of rows (DOUBLE values to 1e-9 relative), along with
 the column names and types.
@@ -51,6 +52,8 @@ BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 COLUMNS = ("id BIGINT, k STRING, v INT, price DOUBLE, amount DECIMAL(10, 2), url STRING, ts TIMESTAMP(3), "
            "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND")
 SOURCES = ("ev", "ev2", "ev3", "edge")
+# Tables read as Debezium JSON: the changes of rows by primary key.
+TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED"}
 
 # -- data ---------------------------------------------------------------------------------
 
@@ -108,6 +111,25 @@ def edge_events() -> list[dict]:
             for i, t in rows]
 
 
+def debezium_changes(n: int, seed: int, keys=("k0", "k1", "k2", "K3", "k4", "k9")) -> list[dict]:
+    """Envelopes of a table keyed by k: creates, updates (with their before image, as Flink's debezium-json
+    needs), deletes, and creates again of deleted keys; k9 is a key no event has."""
+    rng = random.Random(seed)
+    current: dict[str, dict] = {}
+    out = []
+    for i in range(n):
+        k = rng.choice(keys)
+        old = current.get(k)
+        if old is not None and rng.random() < 0.25:
+            out.append({"op": "d", "before": old, "after": None})
+            del current[k]
+            continue
+        row = {"k": k, "rate": rng.randrange(-20, 100), "label": f"{k}-{i}"}
+        out.append({"op": "u", "before": old, "after": row} if old else {"op": "c", "before": None, "after": row})
+        current[k] = row
+    return out
+
+
 def write_data() -> dict[str, str]:
     os.makedirs(DATA, exist_ok=True)
     data = {"ev": events(3000, seed=1, span_s=300, late=8),
@@ -119,6 +141,9 @@ def write_data() -> dict[str, str]:
         with open(paths[name], "w") as f:
             for r in rows:
                 f.write(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n")
+    paths["rates"] = os.path.join(DATA, "rates.jsonl")
+    with open(paths["rates"], "w") as f:
+        f.writelines(json.dumps(e) + "\n" for e in debezium_changes(60, seed=7))
     return paths
 
 
@@ -236,6 +261,11 @@ CASES = [
                "watermark, so it counts id 3")},
      "sql": f"""SELECT window_start, window_end, COUNT(*) AS n, SUM(v) AS sv
                 FROM {tvf('TUMBLE', 'edge', S10)} {GROUP_W}"""},
+    # A stream joined with a table is a regular join: the final rows are the stream with the table's final state.
+    {"name": "stream_table_join_left",
+     "sql": "SELECT e.id, e.k, e.v, r.rate, r.label FROM ev2 AS e LEFT JOIN rates AS r ON e.k = r.k"},
+    {"name": "stream_table_join_inner",
+     "sql": "SELECT e.id, r.k, r.label FROM ev3 AS e JOIN rates AS r ON e.k = r.k AND e.v < r.rate"},
 ]
 
 
@@ -247,8 +277,18 @@ def source_ddl(name: str, path: str, flink: bool) -> str:
     return f"CREATE TABLE {name} ({COLUMNS}) WITH ({options})"
 
 
+def table_ddl(name: str, path: str, flink: bool) -> str:
+    options = (f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'debezium-json'" if flink
+               else f"connector = 'file', path = '{path}', format = 'debezium-json'")
+    return f"CREATE TABLE {name} ({TABLES[name]}) WITH ({options})"
+
+
+def all_ddl(paths: dict, flink: bool) -> list[str]:
+    return [source_ddl(n, paths[n], flink) for n in SOURCES] + [table_ddl(n, paths[n], flink) for n in TABLES]
+
+
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:
-    ddl = [source_ddl(n, paths[n], flink=True) for n in SOURCES]
+    ddl = all_ddl(paths, flink=True)
     ddl += [v for c in cases for v in c.get("views", [])]
     spec = {"parallelism": parallelism, "config": {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"},
             "ddl": ddl,
@@ -265,8 +305,8 @@ def run_dsms(paths: dict, case: dict) -> dict:
     engine = dsms.Engine()
     engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     try:
-        for name in SOURCES:
-            engine.execute(source_ddl(name, paths[name], flink=False))
+        for ddl in all_ddl(paths, flink=False):
+            engine.execute(ddl)
         for view in case.get("views", []):
             engine.execute(view)
         began = time.perf_counter()

@@ -146,6 +146,7 @@ class ConnectorDescriptor:
             by key; SHOW CONNECTORS shows it, and the lookup join's use of it comes with the first
             such connector).
         tables: a source may be a TABLE with a PRIMARY KEY (read as changes by key).
+        streams: a source may be an append-only STREAM (False: it is read by key only, as a TABLE).
         bounded: whether a source with these options ends (lower-case keys).
         bounded_note: the same for people: ``yes``, ``no``, ``unless watch = 'true'``.
         batch_readable: the batch routes (DuckDB, Spark and any registered one) can read it as a
@@ -173,6 +174,7 @@ class ConnectorDescriptor:
     sink: bool = False
     lookup: bool = False
     tables: bool = False
+    streams: bool = True
     bounded: Callable[[Mapping[str, str]], bool] = never_bounded
     bounded_note: str = "no"
     batch_readable: bool = False

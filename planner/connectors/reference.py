@@ -46,7 +46,7 @@ def _facts(d: ConnectorDescriptor) -> list[str]:
     if d.source:
         facts.append(f"bounded: {d.bounded_note}")
         facts.append("read on every route" if d.batch_readable else "read by the runtime route only")
-    for on, fact in ((d.tables, "streams and tables with a PRIMARY KEY"), (d.insertable, "takes INSERT INTO"),
+    for on, fact in ((d.tables, "streams and tables with a PRIMARY KEY" if d.streams else "tables with a PRIMARY KEY only"), (d.insertable, "takes INSERT INTO"),
                      (d.collects, "a sink's results are kept in the engine")):
         if on:
             facts.append(fact)

@@ -57,6 +57,9 @@ class WriteRequest:
     schema: pa.Schema  # the result's columns (an ``__op`` field, if present, is to be ignored)
     updating: bool  # the result has retractions: batches carry ``__op``
     position: dict | None = None  # continue from this position (a checkpoint) instead of afresh
+    # What the sink put into that checkpoint besides its position (``prepare_checkpoint``): the rows a
+    # write-ahead sink had sealed but perhaps not committed when it stopped.
+    contents: pa.Table | None = None
 
 
 class SourceReader(Protocol):

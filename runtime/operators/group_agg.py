@@ -9,7 +9,9 @@ Input delta -> output delta::
 
 State lives in DuckDB tables in the job's connection (see
 planner/sqlgen_group.py); MIN, MAX and COUNT(DISTINCT) keep multisets so
-they stay exact under retraction.
+they stay exact under retraction. With ``SET 'state.ttl'`` a key not
+written for that long is forgotten (``ttl.py``): its next row is ``+I``
+of a new count.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pyarrow as pa
 from ...planner.physical import GroupAggOp
 from ..duck import conform
 from .base import DuckStateLogic, Env
+from .ttl import StateTtl
 
 # Merge the multiset logs after this many batches.
 COMPACT_EVERY = 64
@@ -28,14 +31,22 @@ class GroupAggLogic(DuckStateLogic):
     def __init__(self, spec: GroupAggOp, env: Env):
         super().__init__(spec, env)
         self.batches = 0
+        self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        if self.ttl is not None:
+            self.ttl.before_batch()
         out = self.duck.run_all(self.spec.per_batch, batch)
         self.batches += 1
         if self.spec.compact and self.batches % COMPACT_EVERY == 0:
             for stmt in self.spec.compact:
                 self.con.execute(stmt)
         return [conform(out, self.spec.schema)] if out.num_rows else []
+
+    def on_tick(self, now_us: int) -> list[pa.Table]:
+        if self.ttl is not None:
+            self.ttl.expire()
+        return []
 
     @property
     def state_rows(self) -> int:

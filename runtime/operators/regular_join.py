@@ -11,7 +11,9 @@ row, -U/-D remove one)::
 The changes of a batch are netted per output row before they are emitted,
 retractions first, so the changelog never retracts a row it did not emit.
 Both sides are multisets in DuckDB tables (row, count). Two append-only
-streams joined this way keep every row forever (the planner warns).
+streams joined this way keep every row forever (the planner warns),
+unless ``SET 'state.ttl'`` drops the join keys not touched for that long
+(``ttl.py``; both sides' rows of a key go together, nothing is emitted).
 
     L: (1, a)              R: -                   out: -
     +I R (1, x)        ->  out: +I (1, a, 1, x)
@@ -25,11 +27,20 @@ import pyarrow as pa
 from ...planner.physical_joins import RegularJoinOp
 from .base import Env
 from .join_base import JoinLogic
+from .ttl import StateTtl
 
 
 class RegularJoinLogic(JoinLogic):
     def __init__(self, spec: RegularJoinOp, env: Env):
         super().__init__(spec, env)
+        self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        if self.ttl is not None:
+            self.ttl.before_batch()
         return self.run(self.spec.on_batch[port], batch)
+
+    def on_tick(self, now_us: int) -> list[pa.Table]:
+        if self.ttl is not None:
+            self.ttl.expire()
+        return []

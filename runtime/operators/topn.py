@@ -11,6 +11,9 @@ Input delta -> output delta, by kind::
     last    batch: rows -> per key, the latest row if not older than the emitted one:
             +I, or -U old +U new
 
+With ``SET 'state.ttl'`` (global, first, last) a partition not touched
+for that long is forgotten (``ttl.py``): its next row starts it afresh.
+
 Rows of a window that has already been emitted (late for this operator,
 possible only with a source's allowed lateness) are dropped and counted
 in ``late_dropped``, as Flink's window Top-N drops late rows.
@@ -25,10 +28,12 @@ import pyarrow.compute as pc
 from ...planner.physical import OP
 from ...planner.physical_stream import TopNOp
 from ...planner.sqlgen_topn import RANK, SEQ
+from ...planner.sqlgen_ttl import expired_table
 from ..duck import conform
 from .base import MIN_WATERMARK, Env, Logic
 from .emit import EmitTable
 from .source import int64_values
+from .ttl import StateTtl
 
 
 class TopNLogic(Logic):
@@ -42,13 +47,14 @@ class TopNLogic(Logic):
         self.columns = list(spec.columns)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema) if spec.emit_sql else None
-        if spec.kind == "global":
-            for stmt in spec.sql.setup:
-                self.con.execute(stmt)
-            if self.emitted is None:
-                env.state.duck_tables(spec.id, spec.sql.tables, env.duck)
-            else:  # the store keeps one table set per operator: the emitted rows and the candidates
-                env.state.duck_tables(spec.id, (spec.emit_sql.table, *spec.sql.tables), env.duck)
+        for stmt in (spec.sql.setup if spec.kind == "global" else ()) + spec.ttl_setup:
+            self.con.execute(stmt)
+        # The store keeps one table set per operator: the emitted rows, the candidates, the partitions' TTL.
+        tables = (spec.emit_sql.table,) if spec.emit_sql else ()
+        tables += (spec.sql.tables if spec.kind == "global" else ()) + spec.ttl_tables
+        if tables:
+            env.state.duck_tables(spec.id, tables, env.duck)
+        self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None
 
     @property
     def state_rows(self) -> int:
@@ -58,6 +64,8 @@ class TopNLogic(Logic):
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         kind = self.spec.kind
+        if self.ttl is not None:
+            self._expire(self.ttl.before_batch)
         if kind == "global":
             return self._global(batch)
         if self.spec.input_sql is not None:
@@ -81,6 +89,8 @@ class TopNLogic(Logic):
             self.panes.replace(0, out)
             return []
         changed = self.duck.sql(self.spec.sql.last, __rows=rows)  # kind == "last"
+        if self.ttl is not None:
+            self.duck.execute_all(self.spec.touch, changed)
         return self._diff(changed)
 
     def _global(self, batch: pa.Table) -> list[pa.Table]:
@@ -123,9 +133,31 @@ class TopNLogic(Logic):
             self.panes.replace(0, pending.filter(pa.array(~due)))
             self.panes.add(1, out.select(list(self.spec.partition)) if self.spec.partition
                            else pa.table({"__unit": pa.array([1] * out.num_rows, pa.int8())}))
+            if self.ttl is not None:  # a key's TTL starts when its first row is emitted
+                self._expire(self.ttl.before_batch)
+                self.duck.execute_all(self.spec.touch, out)
             out = out.sort_by([(self.spec.order[0][0], "ascending"), (SEQ, "ascending")]).drop_columns([SEQ])
             return [self._ranked(out)]
         return []
+
+    def on_tick(self, now_us: int) -> list[pa.Table]:
+        if self.ttl is not None:
+            self._expire(self.ttl.expire)
+        return []
+
+    def _expire(self, step) -> None:
+        """Run a TTL step; keep-first deduplication then forgets the expired keys it emitted (Arrow state)."""
+        if not step() or self.spec.kind != "first":
+            return
+        seen = self._table(1, None)
+        if seen is None or seen.num_rows == 0:
+            return
+        names = list(self.spec.partition) or ["__unit"]
+        match = " AND ".join(f's."{c}" IS NOT DISTINCT FROM e.__k{i}' for i, c in enumerate(names)) \
+            if self.spec.partition else "TRUE"
+        kept = self.duck.sql(f"SELECT s.* FROM __seen AS s ANTI JOIN {expired_table(self.spec.id)} AS e ON {match}",
+                             __seen=seen)
+        self.panes.replace(1, kept)
 
     # -- helpers ---------------------------------------------------------------------
 
