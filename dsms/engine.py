@@ -400,6 +400,7 @@ class Engine:
         return Result("ok", f"Set {stmt.key} = {stmt.value}")
 
     def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
+        key = SETTING_ALIASES.get(key, key)  # Flink's name of a setting
         check_setting(key, value, *((stmt.span, stmt.source) if stmt is not None else ()))
         if key == "batch.size":
             self.scheduler.batch_rows = int(value)  # for queries started from now on

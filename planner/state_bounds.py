@@ -77,15 +77,17 @@ def state_bound(node: L.Node) -> str | None:
         return f"panes of open windows, until the watermark passes the window's end{late}"
     if isinstance(node, L.WindowTVF) and node.window.kind == "SESSION":
         return "open sessions until the watermark passes their end"
-    if isinstance(node, TopN) and node.ttl:
-        what = {"first": "the first row per key, until the key", "last": "the last row per key, until the key",
-                "global": "every row of each partition, until the partition"}[node.kind]
-        return f"{what} is not touched for {duration(node.ttl)} (state.ttl)"
     if isinstance(node, TopN):
-        return {"window": "rows of open windows, until the watermark passes the window's end",
-                "first": f"the first row per key (grows with the keys; {GROWS})",
-                "last": f"the last row per key (grows with the keys; {GROWS})",
-                "global": f"every row of each partition (grows with the input; {GROWS})"}[node.kind]
+        # Over an append-only input a row that leaves the top never returns: only the top is kept.
+        rows = f"the top {node.limit} rows of each partition" if node.input.changelog == L.APPEND else \
+            "every row of each partition"
+        what = {"first": "the first row per key", "last": "the last row per key", "global": rows}.get(node.kind)
+        if node.ttl:
+            return f"{what}, until its {'partition' if node.kind == 'global' else 'key'} is not touched for " \
+                   f"{duration(node.ttl)} (state.ttl)"
+        grows = "the input" if rows.startswith("every") and node.kind == "global" else "the keys"
+        return {"window": "rows of open windows, until the watermark passes the window's end"}.get(
+            node.kind, f"{what} (grows with {grows}; {GROWS})")
     if isinstance(node, OverAggregate):
         if node.frame.preceding is None:
             return "rows until the watermark passes them, and a running total per partition"
