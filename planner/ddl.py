@@ -150,7 +150,8 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     options = dict(stmt.options)
     physical_schema = Schema(tuple(fields[: len(physical)]))
     descriptor = check_options(options, "source", stmt, physical_schema)
-    fmt = descriptor.format(options.get("format"))
+    fmt = descriptor.format(options.get("format") or options.get("value.format"))
+    metadata = _bind_metadata(stmt, descriptor)
     if kind == "stream" and fmt is not None and fmt.changelog:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
@@ -164,7 +165,26 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
-                     base_dir=base_dir, ddl=stmt.text)
+                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _bind_metadata(stmt: CreateSource, descriptor: ConnectorDescriptor) -> tuple[tuple[str, str], ...]:
+    """The (column, key) pairs of the METADATA columns, checked against what the connector can fill."""
+    found = []
+    for c in stmt.columns:
+        if c.metadata is None:
+            continue
+        keys = dict(descriptor.metadata)
+        if not keys:
+            raise SqlError(Diagnostic(f"connector '{descriptor.name}' has no metadata to fill column '{c.name.value}'",
+                                      c.span, stmt.source, help="METADATA columns are read from what a connector "
+                                      "knows of each record, e.g. a Kafka message's partition and offset"))
+        key = c.metadata.lower()
+        if key not in keys:
+            raise SqlError(Diagnostic(f"unknown {descriptor.name} metadata '{c.metadata}'", c.span, stmt.source,
+                                      help=did_you_mean(c.metadata, keys) or "one of: " + ", ".join(keys)))
+        found.append((c.name.value, key))
+    return tuple(found)
 
 
 def _bind_watermark(stmt: CreateSource, fields: list[Field]) -> WatermarkSpec:
@@ -200,7 +220,7 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options = {k: v for k, v in stmt.options.items()}
     options.setdefault("connector", "memory")
     descriptor = check_options(options, "sink", stmt, schema)
-    fmt = descriptor.format(options.get("format"))
+    fmt = descriptor.format(options.get("format") or options.get("value.format"))  # Flink's two names
     if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
         changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
         what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"

@@ -252,7 +252,8 @@ class Job(Lifecycle):
         now = self.env.clock.now_us()
         self._check_idle()
         for op_id, source in self.sources:
-            if getattr(source, "follows_clock", False) and not source.finished:
+            if (getattr(source, "follows_clock", False) or getattr(source, "partitioned", False)) \
+                    and not source.finished:
                 self._advance(op_id, source.watermark)
         for op_id in self._timed:
             for out in self.logics[op_id].on_tick(now):
@@ -345,6 +346,8 @@ class Job(Lifecycle):
                 passed = [self.combined[c] for c, _ in self.children[op_id] if c != OUTPUT]
                 source.floor.value = max([source.floor.value, *passed])
             if idle != self.source_idle.get(op_id, False):
+                if idle and getattr(source, "partitioned", False):
+                    self._advance(op_id, source.watermark)  # what its partitions with data reached, first
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 

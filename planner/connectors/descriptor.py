@@ -161,6 +161,8 @@ class ConnectorDescriptor:
         check: more checks of the options against the columns: ``check(options, schema, role)``
             (``schema``: a source's physical columns, or a sink's result columns), raising
             :class:`OptionError`.
+        metadata: the keys a source's ``col TYPE METADATA FROM 'key'`` columns can read, with their
+            SQL types (Kafka: ``partition``, ``offset``, ...); the runtime module fills them.
     """
 
     name: str
@@ -183,6 +185,7 @@ class ConnectorDescriptor:
     collects: bool = False
     accepts_changes: bool = True
     check: Callable | None = field(default=None, compare=False)
+    metadata: tuple[tuple[str, str], ...] = ()  # what METADATA FROM 'key' columns can read: (key, SQL type)
 
     def __post_init__(self):
         if not (self.source or self.sink or self.lookup):

@@ -14,6 +14,18 @@ on how the input is cut into batches::
 
 Late events are dropped from the stream, counted, and kept in the
 source's late log, which a user can read as a stream.
+
+A partitioned source (Kafka: its reader says which partition each row
+came from, ``batch_partitions``) keeps one watermark per partition, and
+its watermark is the minimum over the partitions, leaving out those idle
+for ``idle_timeout`` and those a bounded read has finished::
+
+    partition    0: ts 10 14 |  1: ts 3 | 2: (nothing for idle_timeout)
+    watermark    0: 14-5 = 9 |  1: 3-5 = -2 | 2: idle       -> source: -2
+
+An event is late when it is behind the source's watermark as it stood
+(its own partition's running maximum within the batch, the others' as
+they were before the batch).
 """
 
 from __future__ import annotations
@@ -87,6 +99,12 @@ class SourceLogic:
         # have passed are late (judged here, like all lateness).
         self.floor = env.state.value(spec.id, "late_floor", MIN_WATERMARK)
         self.follows_clock = spec.clock_watermark
+        # Per partition: the largest event time (by partition index) and when data last came.
+        self.partitioned = spec.time_column is not None and hasattr(reader, "batch_partitions")
+        if self.partitioned:
+            self.partition_max = env.state.value(spec.id, "partition_max", {})
+            self.partition_seen: dict[int, int] = {}
+            self.started_us = self.clock.now_us()
 
     @property
     def idle(self) -> bool:
@@ -110,7 +128,29 @@ class SourceLogic:
             return self.clock.now_us()
         if self.spec.late_only or self.spec.time_column is None or self.max_ts.value == MIN_WATERMARK:
             return MIN_WATERMARK
+        if self.partitioned:
+            return self._partition_watermark()
         return self.max_ts.value - self.spec.delay_us
+
+    def _active_partitions(self) -> list[int]:
+        """The partitions that hold the watermark back: not finished, not idle (all, if every one is idle)."""
+        done = getattr(self.reader, "done_slots", set())
+        slots = [i for i in range(len(self.reader.partitions)) if i not in done]
+        timeout = self.spec.idle_timeout_us
+        if timeout:
+            now = self.clock.now_us()
+            busy = [i for i in slots if now - self.partition_seen.get(i, self.started_us) < timeout]
+            # All idle: the source is idle as a whole; its watermark is what the partitions with data reached.
+            slots = busy or [i for i in slots if str(i) in self.partition_max.value] or slots
+        return slots
+
+    def _partition_watermark(self, skip: int | None = None) -> int:
+        maxima = self.partition_max.value
+        slots = [i for i in self._active_partitions() if i != skip]
+        if not slots:
+            return MAX_WATERMARK if skip is not None else self.max_ts.value - self.spec.delay_us
+        low = min(maxima.get(str(i), MIN_WATERMARK) for i in slots)
+        return MIN_WATERMARK if low == MIN_WATERMARK else low - self.spec.delay_us
 
     def poll(self) -> pa.Table | None:
         """The next batch of on-time events; an empty table if none now; None at the end."""
@@ -134,9 +174,12 @@ class SourceLogic:
 
     def _drop_late(self, table: pa.Table) -> pa.Table:
         ts, retracting = event_times(table, self.spec.time_column, self.name)
-        before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
-        threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
-                               self.floor.value - self.spec.lateness_us)
+        if self.partitioned:
+            threshold = self._partition_thresholds(ts)
+        else:
+            before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
+            threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
+                                   self.floor.value - self.spec.lateness_us)
         late = ts < threshold
         if retracting is not None:
             late &= ~retracting
@@ -148,3 +191,22 @@ class SourceLogic:
         if self.late_log is not None:
             self.late_log.append(table.filter(pa.array(late)))
         return table.filter(pa.array(~late))
+
+    def _partition_thresholds(self, ts: np.ndarray) -> np.ndarray:
+        """Per row, the time below which it is late: the source watermark as it stood, partition by partition."""
+        parts = self.reader.batch_partitions
+        now = self.clock.now_us()
+        maxima = dict(self.partition_max.value)
+        threshold = np.empty(len(ts), dtype=np.int64)
+        for slot in np.unique(parts):  # a loop over the batch's partitions, not its rows
+            rows = np.flatnonzero(parts == slot)
+            key = str(int(slot))
+            before, maxima[key] = running_max_before(ts[rows], maxima.get(key, MIN_WATERMARK))
+            others = self._partition_watermark(skip=int(slot))
+            own = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - self.spec.delay_us)
+            threshold[rows] = np.maximum(np.minimum(own, others) - self.spec.lateness_us,
+                                         self.floor.value - self.spec.lateness_us)
+            self.partition_seen[int(slot)] = now
+        self.partition_max.value = maxima
+        self.max_ts.value = max(self.max_ts.value, *maxima.values())
+        return threshold
