@@ -43,6 +43,7 @@ bench: setup
 	$(BIN)/python benchmarks/state.py
 	$(BIN)/python benchmarks/routes.py
 	$(BIN)/python benchmarks/connectors_postgres.py
+	$(BIN)/python benchmarks/connectors.py
 	@if [ -f $(FLINK_VENV)/.installed ]; then $(BIN)/python benchmarks/flink/bench.py; \
 	else echo "(Flink not set up: make bench-flink creates $(FLINK_VENV) and compares with Flink SQL)"; fi
 

@@ -51,6 +51,27 @@ def main(argv: list[str] | None = None) -> int:
                                          "script, its operators, their inputs, changelog mode and watermark.")
     explain.add_argument("script")
 
+    server = sub.add_parser("server", help="serve the engine over the PostgreSQL wire protocol (docs/server.md)",
+                            description="Run the engine as a service: psql and PostgreSQL drivers connect; the "
+                                        "catalog and standing queries live in the state dir and outlive clients.")
+    server.add_argument("--state-dir", metavar="DIR", required=True, help="the catalog, memory streams and "
+                        "checkpoints (restored at start; a final checkpoint on SIGTERM/SIGINT)")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    server.add_argument("--port", type=int, default=6875, help="PostgreSQL protocol port (default 6875; 0: any free)")
+    server.add_argument("--metrics-port", type=int, default=None, metavar="M",
+                        help="serve /metrics, /health and /ready over HTTP on this port")
+    server.add_argument("--log-file", metavar="F", default=None, help="log here instead of stderr")
+    server.add_argument("--users", metavar="FILE", default=None,
+                        help="require SCRAM-SHA-256 passwords of the users in FILE (lines name:password)")
+    server.add_argument("--tls-cert", metavar="PEM", default=None, help="TLS certificate (with --tls-key)")
+    server.add_argument("--tls-key", metavar="PEM", default=None, help="TLS private key")
+    server.add_argument("--data-root", metavar="DIR", action="append", default=None,
+                        help="a folder clients' file paths may use (repeatable; default: the current folder; "
+                             "relative paths resolve against the first)")
+    server.add_argument("--subscriber-buffer", type=int, default=100_000, metavar="ROWS",
+                        help="changes a subscriber may fall behind before it is dropped (default 100000)")
+    server.add_argument("--verbose", "-v", action="store_true", help="log every client error too")
+
     args = parser.parse_args(argv)
     try:
         return _main(parser, args)
@@ -61,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(parser: argparse.ArgumentParser, args) -> int:
+    if args.command == "server":
+        return serve(args)
     if args.command is None:
         if args.sql is not None or args.file is not None:
             text = args.sql if args.sql is not None else _read(args.file)
@@ -98,6 +121,16 @@ def shell(state_dir: str | None, engine: str | None = None) -> int:
     from .repl import main as repl  # prompt-toolkit is loaded only when the shell starts
 
     return repl(state_dir=state_dir, engine=engine)
+
+
+def serve(args) -> int:
+    """``dsms server``: the PostgreSQL-protocol front end (dsms.server), loaded only for this command."""
+    from .server import ServerConfig, run_server
+
+    config = ServerConfig(state_dir=args.state_dir, host=args.host, port=args.port, metrics_port=args.metrics_port,
+                          users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                          data_roots=args.data_root or [], subscriber_buffer=args.subscriber_buffer)
+    return run_server(config, log_file=args.log_file, verbose=args.verbose)
 
 
 def _read(path: str) -> str:
@@ -324,10 +357,11 @@ def _summary(engine: Engine, started: float, interrupted: bool = False, quiet: b
     events = events_read(jobs)
     late: dict[str, int] = {}
     skipped: dict[str, int] = {}
-    for j in jobs:
-        for name, n in j.late.items():
-            late[name] = max(late.get(name, 0), n)
-        for name, n in j.skipped.items():
+    for q in statuses:
+        for name, n in q.stats.late.items():  # a source's count is shared by its queries; an operator's is its own
+            key = f"{q.id} {name}" if name.startswith("#") else name
+            late[key] = max(late.get(key, 0), n)
+        for name, n in q.stats.skipped.items():
             skipped[name] = max(skipped.get(name, 0), n)
     word = "interrupted" if interrupted else "done"
     parts = [f"{word}: {events:,} events in {elapsed:.2f} s ({events / max(elapsed, 1e-9):,.0f} events/s)"]

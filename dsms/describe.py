@@ -55,7 +55,7 @@ def _routes(d) -> str:
     """The routes that read a source; a sink is written on every route."""
     if not d.source:
         return "all"
-    return ", ".join(d.read_routes) + ("; sinks: all" if d.sink else "")
+    return ("all" if d.batch_readable else "runtime") + ("; sinks: all" if d.sink and not d.batch_readable else "")
 
 
 def describe(catalog: Catalog, stmt: Describe) -> pa.Table:

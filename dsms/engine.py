@@ -96,6 +96,7 @@ class Engine:
         self.queries = Queries(self)
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
         self._replaying: dict | None = None  # the saved object being recreated
+        self._in_session = False  # execute_in_session: SET is the client's, not saved
         self.script_tag = None  # tags memory-stream inserts (dsms run --state-dir: the script statement)
         if self.durable is not None:
             try:
@@ -126,6 +127,18 @@ class Engine:
                 return handler(stmt, base)
             finally:
                 self.script_tag = None
+
+    def execute_in_session(self, stmt: Statement, settings: dict, base_dir: str | None = None) -> Result:
+        """Run one statement under a client's own settings, as a server does: a SET changes
+        ``settings`` only (not the engine's, and nothing is saved); a standing query created
+        here keeps the settings it was created with."""
+        with self._lock:
+            saved, self.catalog.settings = self.catalog.settings, settings
+            self._in_session = True
+            try:
+                return self.execute_statement(stmt, base_dir)
+            finally:
+                self.catalog.settings, self._in_session = saved, False
 
     def query(self, sql: str) -> QueryHandle:
         """Start a continuous query and return its handle.
@@ -529,7 +542,7 @@ class Engine:
         return self.durable.record_create(kind, name, stmt.text, base, self.catalog.settings)
 
     def _save_settings(self) -> None:
-        if self.durable is not None and self._replaying is None:
+        if self.durable is not None and self._replaying is None and not self._in_session:
             self.durable.record_settings(self.catalog.settings)
 
     def sink(self, name: str) -> QueryHandle:

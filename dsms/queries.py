@@ -107,7 +107,8 @@ class Queries:
         if restore and uid is not None:
             found = self.session.latest_checkpoint(self.engine.durable.checkpoint_dir(uid))
             saved = found[1] if found else None
-        output = self.session.open_output(kind, planned, sink, saved)
+        output = self.session.open_output(kind, planned, sink, saved,
+                                           durable=self.engine.durable is not None)
         # A restored query stays on the route its checkpoint was taken on.
         job = self.session.start(qid, planned, self.engine.catalog.settings, output, saved)
         handle = QueryHandle(self.engine, qid, job, output, planned.changelog, planned.warnings) \

@@ -209,7 +209,14 @@ class _Build(Transformer):
     @v_args(meta=True)
     def column_def(self, meta, children):
         type_text, type_span = children[1]
-        return st.ColumnDef(children[0], type_text, len(children) > 2, _span(meta), type_span)
+        spec = next((c for c in children[2:] if isinstance(c, tuple) and c[0] == "metadata"), None)
+        not_null = any(isinstance(c, lark.Tree) and c.data == "not_null" for c in children[2:])
+        metadata, virtual = (spec[1] or children[0].value, spec[2]) if spec else (None, False)
+        return st.ColumnDef(children[0], type_text, not_null, _span(meta), type_span, metadata, virtual)
+
+    def metadata_spec(self, children):
+        key = next((str(c)[1:-1].replace("''", "'") for c in children if getattr(c, "type", "") == "STRING"), None)
+        return ("metadata", key, any(getattr(c, "type", "") == "VIRTUAL" for c in children))
 
     @v_args(meta=True)
     def computed_column(self, meta, children):

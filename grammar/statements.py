@@ -52,6 +52,8 @@ class ColumnDef:
     not_null: bool
     span: Span
     type_span: Span | None = None
+    metadata: str | None = None  # METADATA [FROM 'key']: the connector's metadata key it is filled from
+    virtual: bool = False  # VIRTUAL: read only, never written by a sink
 
 
 @dataclass(frozen=True)

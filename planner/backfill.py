@@ -10,8 +10,9 @@ after reading the history: its largest event time minus its delay.
 * The statement emits exactly what the runtime would have emitted by the
   seam: every row of a per-row operator and of an inner interval join
   (emitted when both sides are there), and each window whose end is at or
-  before its operator's watermark at the seam (a *cut* on every window
-  aggregate: ``__we <= W``, with ``W`` computed in the statement from the
+  before its operator's watermark at the seam, i.e. whose last millisecond
+  is (a *cut* on every window aggregate: ``__we - 1 ms <= W``, with ``W``
+  computed in the statement from the
   sources' largest times, :func:`watermark_at_seam`).
 * The runtime then rebuilds the state of what is still open at the seam
   by reading again, with its output muted, the last stretch of the

@@ -266,6 +266,9 @@ def window_origin(node: L.Node, name: str) -> tuple[L.WindowSpec, str] | None:
             node, name = node.input, e.name
         elif isinstance(node, L.Filter):
             node = node.input
+        elif isinstance(node, L.WindowAggregate) and node.attached is not None:  # regrouped windows
+            found = {node.attached_start: "window_start", "window_end": "window_end"}.get(name)
+            return (node.attached, found) if found else None
         elif isinstance(node, (L.WindowTVF, L.WindowAggregate)):
             return (node.window, name) if name in ("window_start", "window_end") else None
         else:

@@ -67,6 +67,9 @@ class SourceDef:
     options: dict
     base_dir: str | None
     ddl: str
+    # Metadata columns (Flink's ``col TYPE METADATA FROM 'key' VIRTUAL``): (column, key) pairs, filled by
+    # the connector; they are among ``physical``.
+    metadata: tuple[tuple[str, str], ...] = ()
 
     @property
     def descriptor(self) -> ConnectorDescriptor:

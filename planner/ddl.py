@@ -25,11 +25,29 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
     Returns:
         the connector's descriptor.
     """
-    span, src = stmt.span, stmt.source
 
     def error(message: str, help: str | None = None) -> SqlError:
-        return SqlError(Diagnostic(message, span, src, help=help))
+        return SqlError(Diagnostic(message, stmt.span, stmt.source, help=help))
 
+    descriptor = _connector_of(options, role, error)
+    allowed = descriptor.options_for(role)
+    for key, value in options.items():
+        if key != "connector":
+            _check_option(descriptor, allowed, role, key, value, error)
+    for option in allowed:
+        if option.required and option.name not in options:
+            raise error(f"the {descriptor.name} connector needs '{option.name}'",
+                        help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
+    if descriptor.check is not None:
+        try:
+            descriptor.check(options, schema, role)
+        except OptionError as e:
+            raise error(str(e), help=e.help) from None
+    return descriptor
+
+
+def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
+    """The descriptor ``connector = '...'`` names, if it can play ``role``."""
     what = "a source" if role == "source" else "a sink"
     name = options.get("connector")
     if name is None:
@@ -42,36 +60,25 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
         can = [n for d in connectors() if role in d.kinds for n in d.names]
         raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
                     help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
-    allowed = descriptor.options_for(role)
-    by_name = {o.name: o for o in allowed}
-    for key, value in options.items():
-        if key == "connector":
-            continue
-        option = by_name.get(key) or next((o for o in allowed if o.is_pattern and o.matches(key)), None)
-        if option is None:
-            other = descriptor.option(key)
-            if other is not None:
-                raise error(f"option '{key}' of connector '{descriptor.name}' is for "
-                            f"{'sources' if role == 'sink' else 'sinks'} only")
-            raise error(f"unknown option '{key}' for connector '{descriptor.name}'",
-                        help=did_you_mean(key, [o.name for o in allowed]))
-        problem = option.check(value)
-        if problem is not None and key == "format":
-            reads = "reads" if role == "source" else "writes"
-            raise error(f"invalid value '{value}' for option 'format': the {descriptor.name} connector {reads} "
-                        + ", ".join(option.values))
-        if problem is not None:
-            raise error(problem)
-    for option in allowed:
-        if option.required and option.name not in options:
-            raise error(f"the {descriptor.name} connector needs '{option.name}'",
-                        help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
-    if descriptor.check is not None:
-        try:
-            descriptor.check(options, schema, role)
-        except OptionError as e:
-            raise error(str(e), help=e.help) from None
     return descriptor
+
+
+def _check_option(descriptor: ConnectorDescriptor, allowed, role: str, key: str, value: str, error) -> None:
+    option = next((o for o in allowed if o.name == key), None) or \
+        next((o for o in allowed if o.is_pattern and o.matches(key)), None)
+    if option is None:
+        if descriptor.option(key) is not None:
+            raise error(f"option '{key}' of connector '{descriptor.name}' is for "
+                        f"{'sources' if role == 'sink' else 'sinks'} only")
+        raise error(f"unknown option '{key}' for connector '{descriptor.name}'",
+                    help=did_you_mean(key, [o.name for o in allowed]))
+    problem = option.check(value)
+    if problem is not None and key == "format":
+        reads = "reads" if role == "source" else "writes"
+        raise error(f"invalid value '{value}' for option 'format': the {descriptor.name} connector {reads} "
+                    + ", ".join(option.values))
+    if problem is not None:
+        raise error(problem)
 
 
 def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = None) -> Catalog:
@@ -143,7 +150,8 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     options = dict(stmt.options)
     physical_schema = Schema(tuple(fields[: len(physical)]))
     descriptor = check_options(options, "source", stmt, physical_schema)
-    fmt = descriptor.format(options.get("format"))
+    fmt = descriptor.format(options.get("format") or options.get("value.format"))
+    metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
     if kind == "stream" and fmt is not None and fmt.changelog:
@@ -159,7 +167,26 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
-                     base_dir=base_dir, ddl=stmt.text)
+                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _bind_metadata(stmt: CreateSource, descriptor: ConnectorDescriptor) -> tuple[tuple[str, str], ...]:
+    """The (column, key) pairs of the METADATA columns, checked against what the connector can fill."""
+    found = []
+    for c in stmt.columns:
+        if c.metadata is None:
+            continue
+        keys = dict(descriptor.metadata)
+        if not keys:
+            raise SqlError(Diagnostic(f"connector '{descriptor.name}' has no metadata to fill column '{c.name.value}'",
+                                      c.span, stmt.source, help="METADATA columns are read from what a connector "
+                                      "knows of each record, e.g. a Kafka message's partition and offset"))
+        key = c.metadata.lower()
+        if key not in keys:
+            raise SqlError(Diagnostic(f"unknown {descriptor.name} metadata '{c.metadata}'", c.span, stmt.source,
+                                      help=did_you_mean(c.metadata, keys) or "one of: " + ", ".join(keys)))
+        found.append((c.name.value, key))
+    return tuple(found)
 
 
 def _bind_watermark(stmt: CreateSource, fields: list[Field]) -> WatermarkSpec:
@@ -195,7 +222,7 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options = {k: v for k, v in stmt.options.items()}
     options.setdefault("connector", "memory")
     descriptor = check_options(options, "sink", stmt, schema)
-    fmt = descriptor.format(options.get("format"))
+    fmt = descriptor.format(options.get("format") or options.get("value.format"))  # Flink's two names
     if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
         changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
         what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"

@@ -1,4 +1,4 @@
-"""The planner's errors: queries a route cannot run.
+"""The planner's errors: queries a route cannot run, connectors that cannot be loaded.
 
 Errors in the SQL itself (unknown names, wrong types) are ``SqlError`` with
 a Diagnostic pointing into the statement (``grammar/errors.py``).
@@ -22,4 +22,4 @@ class LoweringRefused(UnsupportedPlan):
 
 
 class ConnectorRegistryError(DsmsError):
-    """A connector entry point cannot be loaded, or two connectors claim one name."""
+    """A connector entry point cannot be loaded, or two connectors claim one name (planner/connectors/registry.py)."""

@@ -297,6 +297,11 @@ class WindowAggregate(Unary):
     keys: tuple[str, ...]
     aggs: tuple[AggCall, ...]
     emit: EmitPolicy = EmitPolicy()
+    # Regrouping an earlier window aggregate's rows by their windows (window_aggregate.py): the windows the
+    # rows were assigned to, and the key column holding their start (``window`` then finds each row's window
+    # by its end: a TUMBLE of the pane width over window_time).
+    attached: WindowSpec | None = None
+    attached_start: str | None = None
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -309,7 +314,10 @@ class WindowAggregate(Unary):
     def label(self) -> str:
         keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
         emit = f", {self.emit.describe()}" if self.emit.describe() else ""
-        return f"WindowAggregate({self.window.describe()}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
+        window = self.window.describe()
+        if self.attached is not None:
+            window = f"{self.attached.describe()} attached by {self.attached_start} and window_end"
+        return f"WindowAggregate({window}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
 
 
 def _group_fields(input: Node, keys: tuple[str, ...], aggs: tuple[AggCall, ...]) -> tuple[Field, ...]:

@@ -29,8 +29,8 @@ Example:
     >>> p = plan_query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
     ...                "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", catalog)
     >>> lowered = lower_plan(p.optimized, "spark")
-    >>> [(s.relation, s.source.name, s.drop_late) for s in lowered.scans]
-    [('__scan0', 's', True)]
+    >>> [(s.relation, s.source.name, s.drop_late, s.per_window) for s in lowered.scans]  # the window judges
+    [('__scan0', 's', False, True)]
     >>> print(lowered.sql(pretty=True).splitlines()[-4:])  # the last CTE is the query's SELECT list
     ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`']
 """
@@ -56,7 +56,7 @@ from .lower_scan import ScanSpec, scan_select, scan_spec, table_state
 from .lower_sql import DIALECTS, ORDER, RUNTIME, LoweringRefused, alias, c, cast, table
 from .lower_stream import check_stream, streaming_nodes
 from .lower_window import lower_aggregate, lower_window_aggregate, lower_window_tvf
-from .physical_plan import required_columns, scans_under_event_time
+from .physical_plan import required_columns, scans_judged_per_window, scans_under_event_time
 from .physical_window import time_kinds
 from .sqlgen import typed
 from .types import Schema
@@ -115,6 +115,10 @@ class Lowered:
                 lines.append(f"--   __mx: the largest {s.time_column} before each row in {within}; "
                              f"{'only the late rows' if s.late_only else 'rows'} "
                              f"{'are kept' if s.late_only else 'more than ' + str(s.bound_us) + ' us behind it are late'}")
+            elif s.time_column and s.per_window:
+                lines.append(f"--   __mx: the largest {s.time_column} before each row in {within}; __wm = __mx - "
+                             f"{s.bound_us} us, the watermark when the row arrived: a window counts the row when "
+                             "its last millisecond is above it")
         return "\n".join(lines + [self.sql(pretty=True)])
 
 
@@ -162,10 +166,9 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if route not in src.descriptor.read_routes:
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
-                              f"connector '{src.connector}' is read by the {' and '.join(src.descriptor.read_routes)} "
-                              f"route{'s' if len(src.descriptor.read_routes) > 1 else ''} only")
+            if not src.descriptor.batch_readable:
+                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")
@@ -195,6 +198,7 @@ class _Lowering:
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
         self.timed = scans_under_event_time(root)
+        self.window_judged = frozenset(scans_judged_per_window(root))
         self.ctes: list[tuple[str, exp.Expression]] = []
         self.uses: dict[str, int] = {}
         self.done: dict[int, Rel] = {}
@@ -306,9 +310,10 @@ class _Lowering:
     # -- scans --------------------------------------------------------------------------------
 
     def scan(self, node: L.Scan | LateScan, keep_op: bool = False) -> Rel:
-        spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed)
+        spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed,
+                         self.window_judged)
         if self.streaming(node):  # Spark's watermark judges late events of a stream
-            spec = replace(spec, drop_late=False, streaming=True)
+            spec = replace(spec, drop_late=False, per_window=False, streaming=True)
         self.scans.append(spec)
         names = node.schema.names
         query = scan_select(spec, node.schema, self.per_file_max, self.cte, keep_op=keep_op)

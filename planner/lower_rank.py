@@ -23,8 +23,8 @@ from sqlglot import exp
 
 from .logical_cql import SnapshotDiff
 from .logical_over import OverAggregate
-from .logical_rank import TopN
-from .lower_sql import ORDER, alias, and_, asc, c, desc, micros, null_safe_eq, rows_frame, sub, window
+from .logical_rank import TopN, window_end_column
+from .lower_sql import ORDER, alias, and_, asc, c, desc, micros, null_safe_eq, open_window, rows_frame, sub, window
 from .lower_window import aggregate
 from .sqlgen import lit
 
@@ -69,6 +69,8 @@ def lower_topn(lw, node: TopN):
         limit = node.limit
     ranked = exp.select(*[c(n) for n in names], alias(window(exp.RowNumber(), part, order), node.rank_name)) \
         .from_(lw.use(src))
+    if node.kind == "window" and src.ordered:  # a row whose window had fired when it arrived is late
+        ranked = ranked.where(open_window(micros(c(window_end_column(node.input, node.partition_by)))))
     query = exp.select(*[c(n) for n in node.schema.names]).from_(sub(ranked, "r")).where(
         exp.LTE(this=c(node.rank_name), expression=lit(limit)))
     return lw.add(query, node.schema.names)

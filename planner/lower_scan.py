@@ -40,6 +40,7 @@ from .bind_emit import source_lateness_us
 from .catalog import SourceDef
 from .logical_late import LateScan
 from .lower_sql import (
+    ARRIVAL_WM,
     FILE,
     MAX_BEFORE,
     OP,
@@ -79,6 +80,7 @@ class ScanSpec:
     bound_us: int  # watermark delay + allowed lateness: how far behind the running maximum an event is late
     drop_late: bool
     late_only: bool
+    per_window: bool = False  # the operators above judge lateness per window: the rows carry ``__wm``
     streaming: bool = False  # read as a stream by Spark Structured Streaming (lower_stream.py)
 
     @property
@@ -102,8 +104,10 @@ class ScanSpec:
         return pa.schema(fields + [pa.field(n, t) for n, t in ORDER_TYPES.items()])
 
 
-def scan_spec(node: L.Scan | LateScan, relation: str, needed: set[str], timed: set[int]) -> ScanSpec:
-    """The scan relation of ``node``; ``needed``: its columns read above; ``timed``: scans under event time."""
+def scan_spec(node: L.Scan | LateScan, relation: str, needed: set[str], timed: set[int],
+              window_judged: frozenset[int] = frozenset()) -> ScanSpec:
+    """The scan relation of ``node``; ``needed``: its columns read above; ``timed``: scans under event time;
+    ``window_judged``: those whose operators above judge lateness per window (``scans_judged_per_window``)."""
     src = node.source
     columns, computed, proctime = source_columns(src, needed)
     late_only = isinstance(node, LateScan)
@@ -112,7 +116,8 @@ def scan_spec(node: L.Scan | LateScan, relation: str, needed: set[str], timed: s
     return ScanSpec(relation=relation, source=src, columns=columns, computed=tuple(computed),
                     computed_sql=computed_columns_sql(src, columns, computed, proctime),
                     time_column=wm.column if wm else None, bound_us=(wm.delay_us + lateness) if wm else 0,
-                    drop_late=late_only or id(node) in timed, late_only=late_only)
+                    drop_late=late_only or (id(node) in timed and id(node) not in window_judged),
+                    late_only=late_only, per_window=bool(wm) and not late_only and id(node) in window_judged)
 
 
 def is_late(spec: ScanSpec, max_before: exp.Expression) -> exp.Expression:
@@ -133,7 +138,7 @@ def late_rows(spec: ScanSpec, per_file_max: bool, add_cte) -> tuple[exp.Expressi
     (``add_cte(name_hint, select) -> name``).
     """
     base = table(spec.relation, "s")
-    if spec.time_column is None or not spec.drop_late:
+    if spec.time_column is None or not (spec.drop_late or spec.per_window):
         return base, None
     if per_file_max:
         t = micros(c(spec.time_column))
@@ -145,8 +150,19 @@ def late_rows(spec: ScanSpec, per_file_max: bool, add_cte) -> tuple[exp.Expressi
         prefix = exp.select(c(FILE), alias(window(exp.Max(this=c("__fmax")), [], [exp.Ordered(this=c(FILE))],
                                                   rows_frame(None, "1 PRECEDING")), "__prev")).from_(table(files_name))
         base = sub(_joined(spec, add_cte(f"{spec.relation}_prefix", prefix)), "s")
+    if spec.per_window:  # judged above, per window, against ``__wm`` (arrival_watermark)
+        return base, None
     late = is_late(spec, c(MAX_BEFORE, "s"))
     return base, (late if spec.late_only else exp.Not(this=late))
+
+
+def arrival_watermark(spec: ScanSpec) -> exp.Expression:
+    """``__wm`` of a scan's rows: the largest event time before the row less the watermark delay and the
+    allowed lateness (NULL before the first event, and where nothing above judges lateness per window).
+    A window ``[s, e)`` had fired for the row when ``e <= __wm``."""
+    if not spec.per_window:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT"))
+    return exp.Sub(this=c(MAX_BEFORE, "s"), expression=lit(spec.bound_us))
 
 
 def _joined(spec: ScanSpec, prefix_name: str) -> exp.Select:
@@ -165,7 +181,7 @@ def scan_select(spec: ScanSpec, schema, per_file_max: bool, add_cte, keep_op: bo
     items = [alias(e, f.name) for e, f in zip(items, schema)]
     if keep_op:
         items.append(alias(c(OP, "s"), OP))
-    items += [alias(c(FILE, "s"), FILE), alias(c(ROW, "s"), ROW)]
+    items += [alias(c(FILE, "s"), FILE), alias(c(ROW, "s"), ROW), alias(arrival_watermark(spec), ARRIVAL_WM)]
     query = exp.select(*items).from_(source)
     return query.where(keep) if keep is not None else query
 

@@ -23,13 +23,17 @@ import pyarrow as pa
 from sqlglot import exp
 
 from .errors import LoweringRefused  # noqa: F401 - (the lowering modules take it from here)
+from .logical import WINDOW_TIME_OFFSET_US
 from .sqlgen import floor_to, lit
 from .types import to_sql_type
 from .vocabulary import OP  # noqa: F401 - (lowering modules take it from here)
 
 DIALECTS = ("duckdb", "spark")
 FILE, ROW, MAX_BEFORE = "__file", "__row", "__mx"  # columns every scan relation carries (and OP for changes)
-ORDER = (FILE, ROW)  # source order: the file's place in the source, the row's place in the file
+ARRIVAL_WM = "__wm"  # the watermark (less the allowed lateness) as it stood when the row arrived; NULL: not judged
+# Source order (the file's place in the source, the row's place in the file), and the watermark at arrival,
+# against which the operators that judge lateness per window compare each row's windows.
+ORDER = (FILE, ROW, ARRIVAL_WM)
 RUNTIME = "the runtime can (SET 'engine' = 'runtime')"
 
 
@@ -127,3 +131,12 @@ def rows_frame(preceding: int | None, end: str = "CURRENT ROW", kind: str = "ROW
 
 def row_number(partition: list[exp.Expression], order: list[exp.Ordered]) -> exp.Window:
     return window(exp.RowNumber(), partition, order)
+
+
+def open_window(end: exp.Expression) -> exp.Expression:
+    """Whether a row's window ``[.., end)`` (microseconds) was still open when the row arrived: its last
+    millisecond (window_time) above the watermark at arrival, ``__wm`` (Flink's window operators drop a row
+    only from windows that fired, ``TimeWindowUtil.isWindowFired``)."""
+    last = exp.Sub(this=end, expression=lit(WINDOW_TIME_OFFSET_US))
+    return exp.Paren(this=exp.Or(this=exp.Is(this=c(ARRIVAL_WM), expression=exp.Null()),
+                                 expression=exp.GT(this=last, expression=c(ARRIVAL_WM))))

@@ -31,7 +31,23 @@ import pyarrow as pa
 from sqlglot import exp
 
 from . import logical as L
-from .lower_sql import ORDER, add, alias, asc, c, cast, floor_us, micros, minus, rows_frame, sub, timestamp, window
+from .lower_sql import (
+    ORDER,
+    add,
+    alias,
+    and_,
+    asc,
+    c,
+    cast,
+    floor_us,
+    micros,
+    minus,
+    open_window,
+    rows_frame,
+    sub,
+    timestamp,
+    window,
+)
 from .lower_stream import W as STRUCT
 from .lower_stream import stream_window_bounds, stream_window_rows
 from .sqlgen import lit
@@ -103,8 +119,12 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     items = window_columns() + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
+    if src.ordered and w.kind != "SESSION":  # each row counts in the windows still open when it arrived
+        query = query.where(open_window(c(WE)))
     if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
-        query = query.where(exp.LTE(this=c(WE), expression=lw.watermark_at_seam(node.input)))
+        # fired by then: the watermark reached the window's last millisecond (as WindowAggLogic fires)
+        seam = exp.LTE(this=minus(c(WE), L.WINDOW_TIME_OFFSET_US), expression=lw.watermark_at_seam(node.input))
+        query = query.where(and_(query.args["where"].this, seam) if query.args.get("where") else seam)
     return lw.add(query, node.schema.names)
 
 

@@ -47,6 +47,12 @@ class SourceOp(OpSpec):
     clock_watermark: bool = False  # the plan runs on processing time: the watermark is the clock
     idle_timeout_us: int = 0  # after this long without data the source is idle (ignored by the minimum)
     late_only: bool = False  # LATE(s): emit the late events instead of the on-time ones
+    # The operators above judge late events per window: keep every event, and cut batches before events
+    # behind the watermark so that they see it as it stood when each arrived.
+    per_window: bool = False
+    # (width, offset) of the window grids of those operators: an event exactly at the watermark is late for
+    # a window ending 1 ms after it (the window fired at its last millisecond), so the source cuts there too.
+    window_grids: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,15 +86,23 @@ class PartialAgg:
     partials: tuple[tuple[str, str], ...]  # (partial column, merge: sum | min | max | distinct)
 
 
+ROWS_COLUMN = "__rows"  # a window aggregate's partial rows: how many events each holds
+
+
 @dataclass(frozen=True)
 class WindowAggOp(OpSpec):
-    """Aggregate per pane and key; assemble and emit windows as the watermark passes them."""
+    """Aggregate per pane and key; assemble and emit windows as the watermark passes them.
+
+    ``partial_sql`` also counts the events of each partial row (``__rows``), so that the
+    operator can count the events it drops as late.
+    """
 
     window: WindowSpec = None  # type: ignore[assignment]
     keys: tuple[str, ...] = ()
     aggs: tuple[PartialAgg, ...] = ()
     partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
     distinct_columns: tuple[str, ...] = ()
+    processing_time: bool = False  # windows on processing time fire at their end (event time: at window_time)
 
 
 @dataclass(frozen=True)

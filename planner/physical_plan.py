@@ -28,6 +28,7 @@ from .logical_rank import TopN
 from .physical import (
     OP,
     PANE,
+    ROWS_COLUMN,
     CalcOp,
     GroupAggOp,
     OpSpec,
@@ -66,6 +67,7 @@ class _Planner(JoinPlanning):
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = required_columns(root)
         self.timed_scans = scans_under_event_time(root)
+        self.window_judged = scans_judged_per_window(root)
         times = time_kinds(root)
         if len(times) > 1:  # one watermark drives a job
             raise _unsupported("a query that uses both processing time and event time",
@@ -207,7 +209,9 @@ class _Planner(JoinPlanning):
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
                         clock_watermark=self.processing_time and not late_only,
                         idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
-                        drop_late=late_only or id(node) in self.timed_scans)
+                        drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
+                        per_window=not late_only and id(node) in self.window_judged,
+                        window_grids=window_grids(self.root) if id(node) in self.window_judged else ())
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -289,10 +293,13 @@ class _Planner(JoinPlanning):
             aggs.append(PartialAgg(func, a.name, a.type, tuple(parts)))
         group = exp.Group(expressions=[exp.Literal.number(i + 1) for i in range(1 + len(keys) + len(
             [d for d in distinct if d not in node.keys]))])
+        # how many events each partial row holds: late ones are counted
+        items.append(exp.alias_(exp.Count(this=exp.Star()), ROWS_COLUMN, quoted=True))
         partial = exp.select(*items).from_(S.subquery(inner))
         partial.set("group", group)
         fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
-                      distinct_columns=tuple(d for d in distinct if d not in node.keys))
+                      distinct_columns=tuple(d for d in distinct if d not in node.keys),
+                      processing_time=self.processing_time)
         if node.emit.updating:
             identity = ("window_start", "window_end", *node.keys)
             sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))
@@ -338,8 +345,15 @@ def _is_session(node: L.Node) -> bool:
 
 
 def uses_event_time(node: L.Node) -> bool:
-    """Whether an operator acts on the watermark: it would drop or mis-place events behind it."""
-    if isinstance(node, (L.WindowTVF, L.WindowAggregate, OverAggregate, SnapshotDiff)):
+    """Whether an operator acts on the watermark: it would drop or mis-place events behind it.
+
+    A TUMBLE, HOP or CUMULATE table function only labels rows with their
+    windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
+    what consumes the windows judges lateness.
+    """
+    if isinstance(node, L.WindowTVF):
+        return node.window.kind == "SESSION"
+    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
         return True
     if isinstance(node, TopN):
         return node.kind in ("window", "first", "last")
@@ -372,6 +386,78 @@ def scans_under_event_time(root: L.Node) -> set[int]:
 
     visit(root, False, set())
     return timed
+
+
+def judges_per_window(node: L.Node) -> bool:
+    """An event-time operator that judges late events itself, per window, as Flink's window operators do.
+
+    A TUMBLE / HOP / CUMULATE aggregate emitting final results
+    (``SlicingWindowAggProcessor``) and a per-window Top-N or deduplication
+    (``WindowRankProcessor``, ``RowTimeWindowDeduplicateProcessor``) drop
+    an event from a window only when that window had fired when the event
+    arrived; the event still counts in the windows that are open.
+    """
+    if isinstance(node, L.WindowAggregate):
+        return node.window.kind != "SESSION" and not node.emit.updating
+    return isinstance(node, TopN) and node.kind == "window"
+
+
+def scans_judged_per_window(root: L.Node) -> set[int]:
+    """The scans under event time whose every event-time operator above judges lateness per window.
+
+    Their sources drop nothing: they cut their batches before each event
+    behind the watermark, so that the operators above see the watermark
+    as it stood when the event arrived (docs/time.md).
+    """
+    timed = scans_under_event_time(root)
+    other: set[int] = set()
+
+    def visit(node: L.Node, clean: bool, seen: set) -> None:
+        key = (id(node), clean)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if not clean:
+                other.add(id(node))
+            return
+        # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
+        # how they interleave: the scans below judge at the source, against their own watermark.
+        below = clean and len(node.inputs) <= 1 and (
+            judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, True, set())
+    return timed - other
+
+
+def window_grids(root: L.Node) -> tuple[tuple[int, int], ...]:
+    """The (width, offset) of every window grid that an operator judging lateness per window uses: every
+    window end lies on one."""
+    grids = []
+    for n in L.walk(root):
+        if not judges_per_window(n):
+            continue
+        spec = n.window if isinstance(n, L.WindowAggregate) else None
+        below = n.input
+        while spec is None and below is not None:
+            spec = below.window if isinstance(below, L.WindowTVF) else None
+            below = below.inputs[0] if len(below.inputs) == 1 else None
+        if spec is not None and (spec.pane, spec.offset) not in grids:
+            grids.append((spec.pane, spec.offset))
+    return tuple(grids)
+
+
+def _reads_a_window_judge(node: L.Node) -> bool:
+    """A CQL snapshot operator over a window aggregate: the window judges lateness, the snapshot reads its
+    results (which are never late)."""
+    if not isinstance(node, SnapshotDiff):
+        return False
+    below = node.input
+    while not judges_per_window(below) and len(below.inputs) == 1 and not uses_event_time(below):
+        below = below.inputs[0]
+    return judges_per_window(below)
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:

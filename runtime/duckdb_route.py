@@ -89,7 +89,13 @@ def _remembering(batches, failure: list):
 
 
 def _counting_late(batches, spec, stats: ScanStats):
-    """The batches, counting the late events among them (what the runtime's summary reports)."""
+    """The batches, counting the late events among them (what the runtime's summary reports).
+
+    Where window operators judge lateness per window (``spec.per_window``) the statement drops each
+    event from the windows that had fired when it arrived; those drops are not counted (``late`` None).
+    """
+    if spec.per_window:
+        stats.late = None
     if spec.time_column is None or not spec.drop_late or spec.late_only:
         yield from batches
         return

@@ -235,7 +235,7 @@ class Job(Lifecycle):
                 self._advance(op_id, MAX_WATERMARK)
                 return True
             if table.num_rows:
-                self._push(op_id, table)
+                self._push_cut(op_id, table, getattr(source, "cuts", ()))
             if source.rows_read != before:
                 self.metrics.meter.mark(source.rows_read - before)
                 self._advance(op_id, source.watermark)
@@ -252,7 +252,8 @@ class Job(Lifecycle):
         now = self.env.clock.now_us()
         self._check_idle()
         for op_id, source in self.sources:
-            if getattr(source, "follows_clock", False) and not source.finished:
+            if (getattr(source, "follows_clock", False) or getattr(source, "partitioned", False)) \
+                    and not source.finished:
                 self._advance(op_id, source.watermark)
         for op_id in self._timed:
             for out in self.logics[op_id].on_tick(now):
@@ -283,6 +284,17 @@ class Job(Lifecycle):
             for out in self._evaluate(child, self.logics[child].on_batch, port, table):
                 if out.num_rows:
                     self._push(child, out)
+
+    def _push_cut(self, op_id: int, table: pa.Table, cuts) -> None:
+        """A source's batch, advancing its watermark at each cut (row, watermark) within it, so that the
+        operators above see every event with the watermark as it stood when the event arrived."""
+        done = 0
+        for row, watermark in cuts:
+            if row > done:
+                self._push(op_id, table.slice(done, row - done))
+            self._advance(op_id, watermark)
+            done = row
+        self._push(op_id, table.slice(done) if done else table)
 
     def _evaluate(self, op_id: int, handler, *args) -> list[pa.Table]:
         """An operator's handler; an expression that fails on the data (a CAST of 'a' to BIGINT) fails the
@@ -345,6 +357,8 @@ class Job(Lifecycle):
                 passed = [self.combined[c] for c, _ in self.children[op_id] if c != OUTPUT]
                 source.floor.value = max([source.floor.value, *passed])
             if idle != self.source_idle.get(op_id, False):
+                if idle and getattr(source, "partitioned", False):
+                    self._advance(op_id, source.watermark)  # what its partitions with data reached, first
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 
@@ -432,7 +446,17 @@ class Job(Lifecycle):
 
     @property
     def late(self) -> dict[str, int]:
-        return {s.name: s.late for _, s in self.sources if isinstance(s, SourceLogic)}
+        """Late events dropped: by each source (under operators that do not judge lateness per window) by
+        name, and by each operator that judges them (``#id Kind``)."""
+        out = {s.name: s.late for _, s in self.sources if isinstance(s, SourceLogic)}
+        out.update(self.late_by_operator)
+        return out
+
+    @property
+    def late_by_operator(self) -> dict[str, int]:
+        """``#id Kind`` -> late events that operator dropped, for the operators that drop late events."""
+        return {f"#{op_id} {operator_kind(self.plan.op(op_id).label)}": logic.late_dropped
+                for op_id, logic in self.logics.items() if hasattr(type(logic), "count_late")}
 
     @property
     def state_rows(self) -> int:
@@ -441,6 +465,11 @@ class Job(Lifecycle):
     @property
     def watermark(self) -> int:
         return self.output_watermark
+
+
+def operator_kind(label: str) -> str:
+    """The operator's kind from its EXPLAIN label: ``WindowAggregate`` of ``WindowAggregate(TUMBLE(...))``."""
+    return label.split("(", 1)[0].split("[", 1)[0].strip()
 
 
 def _reader(source):

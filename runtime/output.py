@@ -41,16 +41,16 @@ class SinkOutput:
     def checkpoint(self) -> tuple[dict, pa.Table | None]:
         """Make what was written durable; its position is what a restart keeps.
 
-        A write-ahead sink (the jdbc sink) instead seals what came since the
-        last checkpoint: those rows go into the checkpoint and are committed
+        A write-ahead sink (``connectors/base.py`` ``WriteAheadSink``: the jdbc and Kafka sinks) instead
+        seals what came since the last checkpoint: those rows go into the checkpoint and are committed
         by ``checkpoint_complete`` once it is on disk.
         """
+        if not self.closed:
+            self.writer.flush()
         prepare = getattr(self.writer, "prepare_checkpoint", None)
         if prepare is not None:
             position, pending = prepare()
             return {"position": position}, pending
-        if not self.closed:
-            self.writer.flush()
         return {"position": self.writer.position}, None
 
     def checkpoint_complete(self, meta: dict) -> None:

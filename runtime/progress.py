@@ -41,10 +41,9 @@ def job_progress(job: "Job") -> list[dict]:
             inputs = [{"op_id": parent, "watermark": wm, "idle": port in idle}
                       for port, (parent, wm) in enumerate(zip(op.inputs, job.in_wm[op.id]))]
             logic = job.logics[op.id]
-            upstream = _upstream_sources(job, op.id, sources)
             row.update(kind="operator", source=None, watermark=job.combined[op.id], inputs=inputs,
                        idle=bool(inputs) and all(i["idle"] for i in inputs), finished=False,
-                       late=sum(sources[s].late for s in upstream), rows_read=None, position=None,
+                       late=logic.late_dropped, rows_read=None, position=None,
                        held_back_by=None if job.combined[op.id] >= MAX_WATERMARK or op.watermark is None
                        else _holder(job, op.id, sources),
                        next_fire=logic.next_fire_time())
@@ -73,17 +72,3 @@ def _holder(job: "Job", op_id: int, sources: dict) -> int | None:
         _, port = min(ports)
         op_id = op.inputs[port]
     return None if sources[op_id].finished else op_id
-
-
-def _upstream_sources(job: "Job", op_id: int, sources: dict) -> set[int]:
-    found, stack, seen = set(), [op_id], set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in sources:
-            found.add(current)
-        else:
-            stack.extend(job.plan.op(current).inputs)
-    return found

@@ -89,18 +89,24 @@ class Session:
         return job
 
     def open_output(self, kind: str, planned: "PlannedQuery", sink: SinkDef | None = None,
-                    saved: ckpt.Checkpoint | None = None) -> Output:
-        """Where a query's results go (a sink's writer, or a collector); restored from a checkpoint when there is one."""
+                    saved: ckpt.Checkpoint | None = None, durable: bool = False) -> Output:
+        """Where a query's results go (a sink's writer, or a collector); restored from a checkpoint when there is one.
+
+        ``durable``: the engine has a state directory, so the query is checkpointed (a write-ahead
+        sink, as Kafka's exactly-once one, then publishes rows only once a checkpoint holds them).
+        """
         schema = planned.output_schema
         updating = planned.changelog == "updating"
         if sink is not None and not sink.descriptor.collects:
-            if saved is not None and saved.job.get("done"):
-                if saved.contents is not None:  # a write-ahead sink: opening it commits the last sealed rows
-                    open_sink(sink, schema, updating, saved.output.get("position"), saved.contents).close()
+            done = saved is not None and saved.job.get("done")
+            if done and saved.contents is None:
                 return ClosedOutput()  # it had finished: its output is complete
             position = saved.output.get("position") if saved is not None else None
-            contents = saved.contents if saved is not None else None  # a write-ahead sink's sealed rows
-            return SinkOutput(open_sink(sink, schema, updating, position, contents))
+            output = SinkOutput(open_sink(sink, schema, updating, position, durable=durable,
+                                          contents=saved.contents if saved is not None else None))
+            if done:  # a write-ahead sink has published its last checkpoint's rows on opening: nothing more
+                output.close()
+            return output
         output = CollectOutput(schema, updating, keep_changes=kind == "query" or kind == "sink")
         if saved is not None:
             output.restore(saved.output, saved.contents)

@@ -161,7 +161,7 @@ class BoundedScans:
         self.counters.append((counter, files_read, stats))
         frame = listing.mapInArrow(partial(_read_partition, plan, folder, counter, files_read),
                                    spark_schema(plan.relation_schema))
-        if cache or (spec.drop_late and spec.time_column is not None):
+        if cache or ((spec.drop_late or spec.per_window) and spec.time_column is not None):  # read twice: the prefix scan
             frame = frame.persist()
             self.cached.append(frame)
         return frame

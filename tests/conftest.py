@@ -67,3 +67,21 @@ def postgres():
         pytest.skip(f"no PostgreSQL server for the connector tests: {e}")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """One Tansu broker (devtools/kafka_broker.py) for the test run: its bootstrap address, 127.0.0.1:PORT.
+
+    Skipped, with the reason, only where the broker binary cannot run here.
+    """
+    pytest.importorskip("confluent_kafka", reason="the Kafka tests need confluent-kafka (pip install -e '.[test]')")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "devtools"))
+    from kafka_broker import BrokerUnavailable, KafkaBroker
+
+    try:
+        broker = KafkaBroker().start()
+    except BrokerUnavailable as e:
+        pytest.skip(f"no Kafka broker: {e}")
+    yield broker.bootstrap
+    broker.stop()

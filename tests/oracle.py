@@ -54,6 +54,27 @@ def late_mask(ts: list[dt.datetime], bound_s: float) -> list[bool]:
     return out
 
 
+def arrival_watermarks(ts: list[dt.datetime], bound_s: float) -> list[dt.datetime | None]:
+    """The watermark as it stood when each event arrived: the largest time before it - bound (None: first)."""
+    out, top = [], None
+    for t in ts:
+        out.append(None if top is None else top - dt.timedelta(seconds=bound_s))
+        top = t if top is None or t > top else top
+    return out
+
+
+def tumble_on_time(table: pa.Table, bound_s: float, size_s: float) -> pa.Table:
+    """The rows of ``table`` that a TUMBLE of ``size_s`` (from the epoch) counts, as Flink judges them:
+    a row is dropped only when its window had fired when it arrived: the watermark then at or past the
+    window's last millisecond (end - 1 ms)."""
+    epoch = dt.datetime(1970, 1, 1)
+    keep = []
+    for t, wm in zip(table.column("ts").to_pylist(), arrival_watermarks(table.column("ts").to_pylist(), bound_s)):
+        start = (t - epoch) // dt.timedelta(seconds=size_s) * dt.timedelta(seconds=size_s) + epoch
+        keep.append(wm is None or start + dt.timedelta(seconds=size_s) - dt.timedelta(milliseconds=1) > wm)
+    return table.filter(pa.array(keep))
+
+
 def on_time(table: pa.Table, bound_s: float) -> pa.Table:
     """The rows of ``table`` (in arrival order) that are not late under a watermark ``bound_s`` behind."""
     return table.filter(pa.array([not x for x in late_mask(table.column("ts").to_pylist(), bound_s)]))

@@ -7,7 +7,9 @@ table and a Debezium table. Each shape is a query and the same question
 as plain DuckDB SQL over the generated rows: ``s`` and ``s2`` are a
 stream's on-time rows (late ones removed with ``oracle.late_mask``, per
 event), ``s_all`` / ``s2_all`` all of them, with ``seq``, their place in
-the source; ``t_changes`` / ``d_changes`` a table's changes in order.
+the source; ``s_arr`` / ``s2_arr`` all of them with ``wm``, the watermark
+when each arrived, for the operators that judge lateness per window (an
+event counts in a window when ``OPEN`` holds: its end above ``wm``); ``t_changes`` / ``d_changes`` a table's changes in order.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oracle import BASE, duck, events, late_mask
+from oracle import BASE, arrival_watermarks, duck, events, late_mask
 
 KEYS = ["k0", "k1", "k2", "k3"]
 
@@ -29,6 +31,14 @@ KEYS = ["k0", "k1", "k2", "k3"]
 def _on_time(table: pa.Table, bound_s: float, keep_late: bool = False) -> pa.Table:
     late = late_mask(table.column("ts").to_pylist(), bound_s)
     return table.filter(pa.array([x == keep_late for x in late]))
+
+
+def _arrived(table: pa.Table, bound_s: float, shift_s: float = 0) -> pa.Table:
+    """``table`` with ``wm``: the watermark when each event arrived (its event time is ``ts`` + ``shift_s``).
+    A window operator drops an event from a window only when the window's end is at or below it."""
+    shift = dt.timedelta(seconds=shift_s)
+    wms = arrival_watermarks([t + shift for t in table.column("ts").to_pylist()], bound_s)
+    return table.append_column("wm", pa.array(wms, pa.timestamp("us")))
 
 
 def _with_seq(table: pa.Table) -> pa.Table:
@@ -143,7 +153,8 @@ def generate(root: str) -> Data:
     t_changes = [{"k": r["k"], "rate": r["rate"], "ts": r["ts"], "op": "-D" if r["deleted"] else "+I"} for r in t]
     data.tables = {
         "s_all": _with_seq(s), "s": _with_seq(_on_time(s, 2)), "s_late": _on_time(s, 2, keep_late=True),
-        "s5": _on_time(s, 5), "s2_all": _with_seq(s2), "s2": _with_seq(_on_time(s2, 1)), "c_all": c,
+        "s5": _on_time(s, 5), "s_arr": _arrived(s, 2), "sc_arr": _arrived(s, 2, shift_s=1),
+        "s2_arr": _arrived(s2, 1), "s2_all": _with_seq(s2), "s2": _with_seq(_on_time(s2, 1)), "c_all": c,
         "t_changes": _changes_table(t_changes, 1), "d_changes": _changes_table(d_changes, 1)}
     return data
 
@@ -210,9 +221,13 @@ HOP = "FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15
 TUMBLE10 = "SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(TUMBLE(TABLE s, " \
            "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k"
 TUMBLE10_ORACLE = f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM {{src}} GROUP BY ALL"
-INSTANTS = f"""(SELECT {tumble(5)} + INTERVAL '5 seconds' AS i0, k FROM s)"""
+# A window operator counts an event in a window that was open when it arrived: the watermark then (``wm``,
+# NULL for a source's first event) below the window's last millisecond (Flink's rule).
+OPEN = "(wm IS NULL OR {end} - INTERVAL 1 MILLISECOND > wm)"
+INSTANTS = f"""(SELECT {tumble(5)} + INTERVAL '5 seconds' AS i0, k, wm FROM s_arr)"""
 CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 + INTERVAL '10 seconds',
-                  INTERVAL '5 seconds')) AS i, k FROM {instants}) GROUP BY ALL)""".format(instants=INSTANTS)
+                  INTERVAL '5 seconds')) AS i, k, wm FROM {instants}) WHERE {open} GROUP BY ALL)""".format(
+    instants=INSTANTS, open=OPEN.format(end="i"))
 
 SHAPES = [
     Shape("filter_project_functions", "SELECT k, v * 2 AS v2, UPPER(k) AS uk, v10, ts FROM s WHERE v > 10",
@@ -225,28 +240,30 @@ SHAPES = [
           "WHERE k LIKE 'k%' AND price BETWEEN 1 AND 8"),
     Shape("computed_watermark_column", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE sc, "
           "DESCRIPTOR(et), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
-          f"SELECT {tumble(10, col='ts + INTERVAL 1 SECOND')}, COUNT(*) FROM s GROUP BY ALL"),
+          f"SELECT {tumble(10, col='ts + INTERVAL 1 SECOND')} AS ws, COUNT(*) FROM sc_arr "
+          f"WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ALL"),
     Shape("csv_source", "SELECT k, v, ts FROM c WHERE v IS NOT NULL", "SELECT k, v, ts FROM c_all WHERE v IS NOT NULL"),
     Shape("values", "SELECT 1 AS a, 'x' AS b", "SELECT 1, 'x'"),
     Shape("tumble_tvf_rows", "SELECT k, v, window_start, window_end, window_time FROM TABLE(TUMBLE(TABLE s, "
           "DESCRIPTOR(ts), INTERVAL '10' SECOND))",
-          f"SELECT k, v, {tumble(10)} AS ws, ws + INTERVAL '10 seconds', ws + INTERVAL '9.999 seconds' FROM s"),
+          f"SELECT k, v, {tumble(10)} AS ws, ws + INTERVAL '10 seconds', ws + INTERVAL '9.999 seconds' FROM s_all"),
     Shape("tumble_with_offset", "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
           "INTERVAL '10' SECOND, INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
-          "SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01 00:00:03'), COUNT(*) FROM s "
-          "GROUP BY ALL"),
+          "SELECT time_bucket(INTERVAL '10 seconds', ts, TIMESTAMP '1970-01-01 00:00:03') AS ws, COUNT(*) FROM s_arr "
+          f"WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ALL"),
     Shape("hop_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), "
           "INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE v > 0",
-          f"SELECT k, v, ws, ws + INTERVAL '10 seconds' FROM (SELECT *, {hop_starts(5, 10)} AS ws FROM s) WHERE v > 0"),
+          f"SELECT k, v, ws, ws + INTERVAL '10 seconds' FROM (SELECT *, {hop_starts(5, 10)} AS ws FROM s_all) "
+          "WHERE v > 0"),
     Shape("hop_all_aggregates_having", f"SELECT window_start, window_end, k, {AGGS} {HOP} "
           "GROUP BY window_start, window_end, k HAVING COUNT(*) > 1",
           f"SELECT ws, ws + INTERVAL '15 seconds', k, {ORACLE_AGGS} FROM (SELECT *, {hop_starts(5, 15)} AS ws "
-          "FROM s) GROUP BY ws, k HAVING COUNT(*) > 1"),
+          f"FROM s_arr) WHERE {OPEN.format(end='ws + INTERVAL 15 SECOND')} GROUP BY ws, k HAVING COUNT(*) > 1"),
     Shape("cumulate", "SELECT window_start, window_end, COUNT(*) AS n, SUM(v) AS sv FROM TABLE(CUMULATE(TABLE s, "
           "DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND)) GROUP BY window_start, window_end",
           f"SELECT {tumble(20)} AS ws, we, COUNT(*), SUM(v) FROM (SELECT *, unnest(range({tumble(5)} + "
-          f"INTERVAL '5 seconds', {tumble(20)} + INTERVAL '21 seconds', INTERVAL '5 seconds')) AS we FROM s) "
-          "GROUP BY ALL"),
+          f"INTERVAL '5 seconds', {tumble(20)} + INTERVAL '21 seconds', INTERVAL '5 seconds')) AS we FROM s_arr) "
+          f"WHERE {OPEN.format(end='we')} GROUP BY ALL"),
     Shape("session_tvf_aggregate", "SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS sv, MAX(price) AS hi "
           "FROM TABLE(SESSION(TABLE s PARTITION BY k, DESCRIPTOR(ts), INTERVAL '2' SECOND)) "
           "GROUP BY window_start, window_end, k",
@@ -254,14 +271,17 @@ SHAPES = [
     Shape("session_tvf_rows", "SELECT k, v, window_start, window_end FROM TABLE(SESSION(TABLE s PARTITION BY k, "
           "DESCRIPTOR(ts), INTERVAL '2' SECOND))", f"SELECT k, v, ws, we FROM {islands(2)}"),
     Shape("group_window_tumble", "SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, COUNT(*) AS n FROM s "
-          "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k", f"SELECT k, {tumble(10)}, COUNT(*) FROM s GROUP BY ALL"),
+          "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k",
+          f"SELECT k, {tumble(10)} AS ws, COUNT(*) FROM s_arr WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} "
+          "GROUP BY ALL"),
     Shape("group_window_session", "SELECT k, SESSION_START(ts, INTERVAL '3' SECOND) AS ws, SESSION_END(ts, "
           "INTERVAL '3' SECOND) AS we, COUNT(*) AS n FROM s GROUP BY SESSION(ts, INTERVAL '3' SECOND), k",
           f"SELECT k, ws, we, COUNT(*) FROM {islands(3)} GROUP BY ALL"),
     Shape("cascading_windows", "SELECT window_start, SUM(n) AS n FROM TABLE(TUMBLE(TABLE (SELECT window_time AS wt, "
           "COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, "
           "window_end, window_time), DESCRIPTOR(wt), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end",
-          f"SELECT {tumble(60)}, COUNT(*) FROM s GROUP BY ALL"),
+          f"SELECT {tumble(60)}, COUNT(*) FROM s_arr WHERE {OPEN.format(end=tumble(10) + ' + INTERVAL 10 SECOND')} "
+          "GROUP BY ALL"),
     Shape("union_all_window", "SELECT window_start, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE (SELECT k, ts FROM s "
           "UNION ALL SELECT k, ts FROM s2), DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k",
           f"SELECT {tumble(10)}, k, COUNT(*) FROM (SELECT k, ts FROM s UNION ALL SELECT k, ts FROM s2) GROUP BY ALL"),
@@ -290,13 +310,15 @@ SHAPES = [
           "ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY v DESC) AS rn FROM TABLE(TUMBLE(TABLE s, "
           "DESCRIPTOR(ts), INTERVAL '10' SECOND))) WHERE rn <= 2",
           f"SELECT ws, k, v, price FROM (SELECT {tumble(10)} AS ws, k, v, price, row_number() OVER (PARTITION BY ws "
-          "ORDER BY v DESC NULLS LAST, k NULLS FIRST, price NULLS FIRST) AS rn FROM s) WHERE rn <= 2"),
+          "ORDER BY v DESC NULLS LAST, k NULLS FIRST, price NULLS FIRST) AS rn FROM s_arr "
+          f"WHERE {OPEN.format(end=tumble(10) + ' + INTERVAL 10 SECOND')}) WHERE rn <= 2"),
     Shape("top_keys_per_window", "SELECT window_start, k, n FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
           "window_start, window_end ORDER BY n DESC) AS rn FROM (SELECT window_start, window_end, k, COUNT(*) AS n "
           "FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '20' SECOND)) GROUP BY window_start, window_end, k)) "
           "WHERE rn <= 2",
           f"SELECT ws, k, n FROM (SELECT ws, k, n, row_number() OVER (PARTITION BY ws ORDER BY n DESC, k NULLS FIRST) "
-          f"AS rn FROM (SELECT {tumble(20)} AS ws, k, COUNT(*) AS n FROM s GROUP BY ALL)) WHERE rn <= 2"),
+          f"AS rn FROM (SELECT {tumble(20)} AS ws, k, COUNT(*) AS n FROM s_arr "
+          f"WHERE {OPEN.format(end='ws + INTERVAL 20 SECOND')} GROUP BY ALL)) WHERE rn <= 2"),
     Shape("global_top_n", "SELECT k, v, price, rn FROM (SELECT k, v, price, ROW_NUMBER() OVER (PARTITION BY k "
           "ORDER BY price DESC) AS rn FROM s) WHERE rn <= 3",
           "SELECT k, v, price, rn FROM (SELECT k, v, price, row_number() OVER (PARTITION BY k ORDER BY price DESC "

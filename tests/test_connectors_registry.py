@@ -108,18 +108,19 @@ def test_show_connectors_lists_the_descriptors():
     rows = {r["name"]: r for r in dsms.Engine().execute("SHOW CONNECTORS").table.to_pylist()}
     assert rows["file (filesystem)"] == {
         "name": "file (filesystem)", "kind": "source, sink", "bounded": "unless watch = 'true'",
-        "formats": "json, csv, parquet, debezium-json, changelog-json", "routes": "runtime, duckdb, spark; sinks: all",
+        "formats": "json, csv, parquet, debezium-json, changelog-json", "routes": "all",
         "description": find("file").help}
     assert rows["datagen"]["kind"] == "source" and rows["datagen"]["routes"] == "runtime"
     assert rows["print"]["kind"] == "sink" and rows["print"]["routes"] == "all"
     assert {d.name for d in connectors()} == {n.split(" ")[0] for n in rows}
 
 
-def test_a_batch_route_refuses_a_source_it_cannot_read_naming_the_routes_that_can():
+def test_a_batch_route_refuses_a_source_it_cannot_read_naming_the_route_that_can():
     engine = dsms.Engine()
     engine.execute("CREATE STREAM g (a INT) WITH (connector = 'datagen', 'number-of-rows' = '3')")
     engine.execute("SET 'engine' = 'duckdb'")
-    with pytest.raises(dsms.DsmsError, match="connector 'datagen' is read by the runtime route only"):
+    with pytest.raises(dsms.DsmsError, match=r"cannot read 'g' \(connector 'datagen'\): the batch routes read files "
+                                             "only; the runtime can"):
         engine.query("SELECT a FROM g")
     engine.execute("SET 'engine' = 'auto'")
     assert "route: runtime" in engine.execute("EXPLAIN SELECT a FROM g").message

@@ -13,7 +13,7 @@ import pytest
 import dsms
 from dsms.runtime.connectors.dir_sink import DirectorySink, PartSpec, write_part
 
-from oracle import duck, events, late_mask, rows
+from oracle import duck, events, rows, tumble_on_time
 from route_shapes import tumble
 
 DDL = """CREATE STREAM s (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
@@ -35,8 +35,8 @@ def data(tmp_path_factory):
         with open(root / "in" / f"p{i}.jsonl", "w") as f:
             for r in table.slice(i * 500, 500).to_pylist():
                 f.write(json.dumps({**r, "ts": r["ts"].strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]}) + "\n")
-    on_time = table.filter(pa.array([not x for x in late_mask(table.column("ts").to_pylist(), 2)]))
-    return root, rows(duck(f"SELECT {tumble(10)}, k, COUNT(*) FROM s GROUP BY ALL", s=on_time))
+    counted = tumble_on_time(table, 2, 10)  # late events judged per window
+    return root, rows(duck(f"SELECT {tumble(10)}, k, COUNT(*) FROM s GROUP BY ALL", s=counted))
 
 
 def read_back(path, fmt: str) -> pa.Table:

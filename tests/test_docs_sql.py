@@ -165,10 +165,29 @@ def on_test_server(statements: list, page: str, request) -> list:
              if _connector(s) in server else s) for where, s in statements]
 
 
+def on_test_broker(statements: list, request) -> list:
+    """Kafka examples point at the test broker (the ``kafka_broker`` fixture), their topics created first."""
+    kafka = [(w, s) for w, s in statements if isinstance(s, (CreateSource, CreateSink))
+             and (s.options.get("connector") or "").lower() in ("kafka", "upsert-kafka")]
+    if not kafka:
+        return statements
+    bootstrap = request.getfixturevalue("kafka_broker")
+    from kafka_broker import create_topic
+
+    created = set()
+    for _, stmt in kafka:
+        topic = stmt.options.get("topic")
+        if topic and topic not in created:
+            create_topic(bootstrap, topic, 3, exist_ok=True)
+            created.add(topic)
+    return [(w, dataclasses.replace(s, options={**s.options, "properties.bootstrap.servers": bootstrap}))
+            if (w, s) in kafka else (w, s) for w, s in statements]
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_the_sql_examples_of_a_page_run(page, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
-    statements = on_test_server(page_statements(page), page, request)
+    statements = on_test_broker(on_test_server(page_statements(page), page, request), request)
     assert statements
     declared = {s.name.value.lower() for _, s in statements if isinstance(s, CREATES)}
     creates, inserts = catalog(skip=declared)

@@ -83,7 +83,7 @@ def test_allowed_lateness_corrects_windows_and_matches_the_accepted_events():
         ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM ev GROUP BY ALL""", ev=accepted)
     assert rows(final_table(changes)) == rows(want)
     assert {"-U", "+U"} <= ops(changes)  # corrections happened
-    assert q.job.late == {"ev": beyond}  # only events beyond the lateness were dropped
+    assert q.job.late == {"ev": beyond, "#1 WindowAggregate": 0}  # only events beyond the lateness, at the source
 
 
 def test_the_source_option_allowed_lateness_makes_windows_correct_themselves():
@@ -124,7 +124,7 @@ def test_a_correction_by_hand():
     assert step(engine, q, [at(5, "c")]) == [("+I", 0, "c", 1)]  # a key new to a closed window
     assert step(engine, q, [at(80)]) == [("+I", 10, "a", 1)]  # watermark 75: [0, 10) is forgotten at 70
     assert step(engine, q, [at(6)]) == []  # beyond the lateness: dropped at the source
-    assert q.job.late == {"ev": 1}
+    assert q.job.late == {"ev": 1, "#1 WindowAggregate": 0}
     assert engine.scheduler.late["ev"].snapshot().column("ts").to_pylist() == [BASE + dt.timedelta(seconds=6)]
 
 

@@ -76,9 +76,10 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("CREATE STREAM s (a B|", ["BIGINT", "BOOLEAN", "BYTES"]),
     # Options come from the connector's descriptor (planner/connectors/), once the connector is named.
     ("CREATE STREAM s (a BIGINT) WITH (|", ["connector"]),
-    ("CREATE STREAM s (a BIGINT) WITH (connector = |", ["'datagen'", "'file'", "'filesystem'", "'memory'", "'postgres-cdc'"]),
-    ("CREATE SINK k WITH (connector = |", ["'blackhole'", "'file'", "'filesystem'", "'jdbc'", "'memory'",
-                                                   "'print'"]),
+    ("CREATE STREAM s (a BIGINT) WITH (connector = |", ["'datagen'", "'file'", "'filesystem'", "'kafka'", "'memory'",
+                                                        "'postgres-cdc'", "'upsert-kafka'"]),
+    ("CREATE SINK k WITH (connector = |", ["'blackhole'", "'file'", "'filesystem'", "'jdbc'", "'kafka'", "'memory'",
+                                           "'print'", "'upsert-kafka'"]),
     ("CREATE SINK k WITH (connector = 'pr|", ["'print'"]),
     ("CREATE STREAM s (a BIGINT) WITH (connector = 'file', |", ["format", "path", "watch", "on_error", "dead_letter",
                                                              "batch.size", "csv.delimiter", "idle_timeout",

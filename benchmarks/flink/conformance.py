@@ -51,7 +51,7 @@ import flinkenv  # noqa: E402
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 COLUMNS = ("id BIGINT, k STRING, v INT, price DOUBLE, amount DECIMAL(10, 2), url STRING, ts TIMESTAMP(3), "
            "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND")
-SOURCES = ("ev", "ev2", "ev3", "edge")
+SOURCES = ("ev", "ev2", "ev3", "edge", "ooo")
 # Tables read as Debezium JSON: the changes of rows by primary key.
 TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED"}
 
@@ -130,11 +130,22 @@ def debezium_changes(n: int, seed: int, keys=("k0", "k1", "k2", "K3", "k4", "k9"
     return out
 
 
+def out_of_order_events() -> list[dict]:
+    """Hand-made, for the late-event rule: events behind the watermark whose windows are still open count;
+    those whose windows had fired do not (seconds after 12:00:00; watermark = largest so far - 5 s)."""
+    seconds = [10, 30, 20,  # :20 arrives at watermark :25: [0, 60) is open, it counts (Flink counts 3)
+               70, 40,  # :40 at watermark :65: [0, 60) fired; HOP [30, 90) and CUMULATE [0, 60) still open
+               130, 65,  # :65 at watermark :125: every 1-minute window of it fired; HOP [60, 120) too
+               200, 178, 196, 150]  # :178 and :196 behind the watermark :195 in open windows; :150 not
+    return [{"id": i, "k": "ab"[i % 2], "v": i, "price": 1.0, "amount": 1, "url": None,
+             "ts": _fmt(BASE + dt.timedelta(seconds=t))} for i, t in enumerate(seconds)]
+
+
 def write_data() -> dict[str, str]:
     os.makedirs(DATA, exist_ok=True)
     data = {"ev": events(3000, seed=1, span_s=300, late=8),
             "ev2": events(1500, seed=2, span_s=300), "ev3": events(1500, seed=3, span_s=240),
-            "edge": edge_events()}
+            "edge": edge_events(), "ooo": out_of_order_events()}
     paths = {}
     for name, rows in data.items():
         paths[name] = os.path.join(DATA, f"{name}.jsonl")
@@ -162,10 +173,6 @@ AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires:
                "precision is out of range (the non-windowed AVG is right)")
 DECIMAL_LITERAL = ("a literal with a decimal point (3.0) is a DECIMAL in Flink, so INT / 3.0 is a DECIMAL(p, 6) "
                    "rounded to 6 places and INT * 1.5 a DECIMAL; dsms reads the literal as a DOUBLE")
-LATE_AT_SOURCE = ("dsms drops late events where they enter, for every query on the source (docs/time.md); "
-                  "Flink drops late events only in window operators, so a query without a window "
-                  "sees them. The rows only in Flink are the 8 late events of ev.")
-
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
@@ -248,17 +255,14 @@ CASES = [
      "sql": """SELECT SPLIT_INDEX(url, '/', 2) AS host, v % 3 AS r, COUNT(*) AS n FROM ev2
                GROUP BY SPLIT_INDEX(url, '/', 2), v % 3"""},
     {"name": "select_distinct", "sql": "SELECT DISTINCT k, v / 25 AS bucket FROM ev2"},
-    {"name": "group_by_late_events", "known": {"rows": LATE_AT_SOURCE, "types": SUM_INT},
+    # Queries without a window keep late events, in both (only operators that fire on the watermark drop).
+    {"name": "group_by_late_events", "known": {"types": SUM_INT},
      "sql": "SELECT k, COUNT(*) AS n, SUM(v) AS sv FROM ev GROUP BY k"},
-    {"name": "projection_late_events", "known": {"rows": LATE_AT_SOURCE},
+    {"name": "projection_late_events",
      "sql": "SELECT id, k, ts FROM ev"},
-    {"name": "edge_at_watermark",
-     "known": {"types": SUM_INT, "rows": (
-               "an event whose time equals the watermark, in a window that ends 1 ms later (edge.jsonl, id 3 "
-               "at 12:00:09.999 after the watermark reached 12:00:09.999): Flink fires a window when the "
-               "watermark reaches its last millisecond (window_end - 1 ms) and then drops the event; dsms "
-               "fires when the watermark reaches window_end and accepts an event that is not below the "
-               "watermark, so it counts id 3")},
+    # An event at the watermark in a window's last millisecond (edge.jsonl, id 3): both fire the window when
+    # the watermark reaches window_end - 1 ms, and drop it.
+    {"name": "edge_at_watermark", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, COUNT(*) AS n, SUM(v) AS sv
                 FROM {tvf('TUMBLE', 'edge', S10)} {GROUP_W}"""},
     # A stream joined with a table is a regular join: the final rows are the stream with the table's final state.
@@ -266,6 +270,41 @@ CASES = [
      "sql": "SELECT e.id, e.k, e.v, r.rate, r.label FROM ev2 AS e LEFT JOIN rates AS r ON e.k = r.k"},
     {"name": "stream_table_join_inner",
      "sql": "SELECT e.id, r.k, r.label FROM ev3 AS e JOIN rates AS r ON e.k = r.k AND e.v < r.rate"},
+    # Late events judged per window (ooo.jsonl): an event behind the watermark counts in open windows.
+    {"name": "late_per_window_tumble",
+     "sql": f"SELECT window_start, window_end, COUNT(*) AS n FROM {tvf('TUMBLE', 'ooo', M1)} {GROUP_W}"},
+    {"name": "late_per_window_tumble_offset",
+     "sql": f"""SELECT window_start, window_end, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ooo', M1, "INTERVAL '15' SECOND")} {GROUP_W}"""},
+    {"name": "late_per_window_hop",
+     "sql": f"""SELECT window_start, window_end, COUNT(*) AS n, MAX(v) AS mx
+                FROM {tvf('HOP', 'ooo', "INTERVAL '30' SECOND", M1)} {GROUP_W}"""},
+    {"name": "late_per_window_cumulate",
+     "sql": f"""SELECT window_start, window_end, COUNT(*) AS n
+                FROM {tvf('CUMULATE', 'ooo', "INTERVAL '20' SECOND", M1)} {GROUP_W}"""},
+    {"name": "late_per_window_keyed_group_window",
+     "sql": f"""SELECT TUMBLE_START(ts, {M1}) AS ws, k, COUNT(*) AS n FROM ooo GROUP BY TUMBLE(ts, {M1}), k"""},
+    {"name": "late_per_window_top_n",
+     "sql": f"""SELECT window_start, window_end, id, v FROM (
+                  SELECT window_start, window_end, id, v, ROW_NUMBER() OVER (
+                    PARTITION BY window_start, window_end ORDER BY v DESC) AS rn
+                  FROM {tvf('TUMBLE', 'ooo', M1)}) WHERE rn <= 2"""},
+    {"name": "late_tvf_rows_kept", "sql": f"SELECT id, window_start FROM {tvf('TUMBLE', 'ooo', M1)}"},
+    # Window properties survive renames and regrouping: append-only results.
+    {"name": "regrouped_window_renamed",
+     "views": [f"""CREATE VIEW per_key AS SELECT window_start AS ws, window_end AS we, k, COUNT(*) AS n,
+                   SUM(v) AS sv FROM {tvf('TUMBLE', 'ev2', S10)} {GROUP_W}, k"""],
+     "sql": "SELECT ws, we, SUM(n) AS n, MAX(n) AS most, COUNT(*) AS keys FROM per_key GROUP BY ws, we"},
+    {"name": "nexmark_q5_window_join",
+     "sql": f"""SELECT AuctionBids.k, AuctionBids.num, AuctionBids.starttime
+                FROM (SELECT k, COUNT(*) AS num, window_start AS starttime, window_end AS endtime
+                      FROM {tvf('HOP', 'ev2', S5, S15)} GROUP BY k, window_start, window_end) AS AuctionBids
+                JOIN (SELECT MAX(CountBids.num) AS maxn, CountBids.starttime, CountBids.endtime
+                      FROM (SELECT COUNT(*) AS num, window_start AS starttime, window_end AS endtime
+                            FROM {tvf('HOP', 'ev2', S5, S15)} GROUP BY k, window_start, window_end) AS CountBids
+                      GROUP BY CountBids.starttime, CountBids.endtime) AS MaxBids
+                ON AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime
+                   AND AuctionBids.num >= MaxBids.maxn"""},
 ]
 
 

@@ -90,11 +90,6 @@ def _number(text: str, key: str, t: pa.DataType):
         raise OptionError(f"option '{key}' needs {what}, not '{text}'") from None
 
 
-def _supported(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
-            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_timestamp(t))
-
-
 def plan_fields(options: dict, schema: pa.Schema) -> dict[str, FieldGen]:
     """One generator per column of ``schema`` from the ``fields.<f>.*`` options.
 
@@ -115,72 +110,94 @@ def plan_fields(options: dict, schema: pa.Schema) -> dict[str, FieldGen]:
     return {f.name: _plan_field(f, per_field.get(f.name, {})) for f in schema}
 
 
+# The fields.<f>.* options each kind of column takes, by (family, kind).
+APPLIES = {
+    ("timestamp", "random"): {"kind", "max-past"},
+    ("timestamp", "sequence"): {"kind", "start", "end", "step"},
+    ("integer", "sequence"): {"kind", "start", "end"},
+    ("string", "sequence"): {"kind", "start", "end"},
+    ("string", "random"): {"kind", "length"},
+    ("boolean", "random"): {"kind"},
+    ("integer", "random"): {"kind", "min", "max"},
+    ("number", "random"): {"kind", "min", "max"},
+}
+
+
+def _family(t: pa.DataType) -> str | None:
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    return None
+
+
 def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
     t, key = f.type, f"fields.{f.name}."
-    if not _supported(t):
+    family = _family(t)
+    if family is None:
         raise OptionError(f"datagen cannot generate column '{f.name}' of type {sql_name(t)}",
                           "it generates numbers, BOOLEAN, VARCHAR and TIMESTAMP columns")
     kind = opts.get("kind", "random").lower()
     if kind not in KINDS:
         raise OptionError(f"invalid value '{opts['kind']}' for option '{key}kind' (expected random or sequence)")
-
-    def refuse(what: str, why: str):
-        if what in opts:
-            raise OptionError(f"option '{key}{what}' does not apply here: {why}")
-
-    if pa.types.is_timestamp(t):
-        for what in ("min", "max", "length"):
-            refuse(what, "a random timestamp is up to max-past before now")
-        if kind == "random":
-            refuse("start", "start and end are for sequences")
-            refuse("end", "start and end are for sequences")
-            refuse("step", "step is for sequences")
-            past = parse_duration(opts.get("max-past", "0 s"))
-            return FieldGen(f.name, t, kind, max_past_us=past)
-        refuse("max-past", "max-past is for random timestamps")
-        if "start" not in opts:
-            raise OptionError(f"a timestamp sequence needs '{key}start'", f"add '{key}start' = '2024-01-01 00:00:00'")
-        start = _timestamp_us(opts["start"], key + "start")
-        end = _timestamp_us(opts["end"], key + "end") if "end" in opts else None
-        step = parse_duration(opts.get("step", "1 s"))
-        if step <= 0:
-            raise OptionError(f"option '{key}step' must be a positive duration")
-        if end is not None and end < start:
-            raise OptionError(f"the sequence of '{f.name}' ends before it starts")
-        return FieldGen(f.name, t, kind, start=start, end=end, step=step)
-
-    refuse("max-past", "max-past is for timestamps")
-    refuse("step", "step is for timestamp sequences")
-    is_string = pa.types.is_string(t) or pa.types.is_large_string(t)
-    if not is_string:
-        refuse("length", "length is for strings")
+    allowed = APPLIES.get((family, kind))
+    if allowed is None:
+        raise OptionError(f"a sequence of {sql_name(t)} is not generated",
+                          "sequences are of integers, strings and timestamps")
+    extra = sorted(set(opts) - allowed)
+    if extra:
+        raise OptionError(f"option '{key}{extra[0]}' does not apply to a {kind} {sql_name(t)} column",
+                          "it takes " + ", ".join(f"'{key}{a}'" for a in sorted(allowed)))
+    if family == "timestamp":
+        return _timestamp_field(f, kind, opts, key)
     if kind == "sequence":
-        if pa.types.is_boolean(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-            raise OptionError(f"a sequence of {sql_name(t)} is not generated", "sequences are of integers, strings and timestamps")
-        for what in ("min", "max", "length"):
-            refuse(what, "min, max and length are for random values")
-        missing = [w for w in ("start", "end") if w not in opts]
-        if missing:
-            raise OptionError(f"the sequence of '{f.name}' needs '{key}{missing[0]}'",
-                              f"add '{key}start' = '1', '{key}end' = '1000'")
-        start, end = (_number(opts[w], key + w, pa.int64()) for w in ("start", "end"))
-        if end < start:
-            raise OptionError(f"the sequence of '{f.name}' ends before it starts")
-        if not is_string:
-            lo, hi = _int_range(t)
-            if start < lo or end > hi:
-                raise OptionError(f"the sequence of '{f.name}' does not fit {sql_name(t)}")
-        return FieldGen(f.name, t, kind, start=start, end=end)
+        return _sequence_field(f, opts, key)
+    return _random_field(f, family, opts, key)
 
-    refuse("start", "start and end are for sequences")
-    refuse("end", "start and end are for sequences")
-    length = int(opts.get("length", DEFAULT_LENGTH)) if is_string else DEFAULT_LENGTH
-    if length < 0:
-        raise OptionError(f"option '{key}length' cannot be negative")
-    if is_string or pa.types.is_boolean(t):
-        refuse("min", "min and max are for numbers")
-        refuse("max", "min and max are for numbers")
-        return FieldGen(f.name, t, kind, length=length)
+
+def _timestamp_field(f: pa.Field, kind: str, opts: dict[str, str], key: str) -> FieldGen:
+    if kind == "random":
+        return FieldGen(f.name, f.type, kind, max_past_us=parse_duration(opts.get("max-past", "0 s")))
+    if "start" not in opts:
+        raise OptionError(f"a timestamp sequence needs '{key}start'", f"add '{key}start' = '2024-01-01 00:00:00'")
+    start = _timestamp_us(opts["start"], key + "start")
+    end = _timestamp_us(opts["end"], key + "end") if "end" in opts else None
+    step = parse_duration(opts.get("step", "1 s"))
+    if step <= 0:
+        raise OptionError(f"option '{key}step' must be a positive duration")
+    if end is not None and end < start:
+        raise OptionError(f"the sequence of '{f.name}' ends before it starts")
+    return FieldGen(f.name, f.type, kind, start=start, end=end, step=step)
+
+
+def _sequence_field(f: pa.Field, opts: dict[str, str], key: str) -> FieldGen:
+    missing = [w for w in ("start", "end") if w not in opts]
+    if missing:
+        raise OptionError(f"the sequence of '{f.name}' needs '{key}{missing[0]}'",
+                          f"add '{key}start' = '1', '{key}end' = '1000'")
+    start, end = (_number(opts[w], key + w, pa.int64()) for w in ("start", "end"))
+    if end < start:
+        raise OptionError(f"the sequence of '{f.name}' ends before it starts")
+    if pa.types.is_integer(f.type):
+        lo, hi = _int_range(f.type)
+        if start < lo or end > hi:
+            raise OptionError(f"the sequence of '{f.name}' does not fit {sql_name(f.type)}")
+    return FieldGen(f.name, f.type, "sequence", start=start, end=end)
+
+
+def _random_field(f: pa.Field, family: str, opts: dict[str, str], key: str) -> FieldGen:
+    t = f.type
+    if family in ("string", "boolean"):
+        length = int(opts.get("length", DEFAULT_LENGTH))
+        if length < 0:
+            raise OptionError(f"option '{key}length' cannot be negative")
+        return FieldGen(f.name, t, "random", length=length)
     if pa.types.is_integer(t):
         lo, hi = _int_range(t)
     elif pa.types.is_decimal(t):
@@ -194,7 +211,7 @@ def _plan_field(f: pa.Field, opts: dict[str, str]) -> FieldGen:
         raise OptionError(f"the range of '{f.name}' does not fit {sql_name(t)}")
     if high < low:
         raise OptionError(f"option '{key}min' is larger than '{key}max'")
-    return FieldGen(f.name, t, kind, min=low, max=high)
+    return FieldGen(f.name, t, "random", min=low, max=high)
 
 
 def _check(options: dict, schema, role: str) -> None:

@@ -149,8 +149,10 @@ class ConnectorDescriptor:
         streams: a source may be an append-only STREAM (False: it is read by key only, as a TABLE).
         bounded: whether a source with these options ends (lower-case keys).
         bounded_note: the same for people: ``yes``, ``no``, ``unless watch = 'true'``.
-        read_routes: the routes that can read it as a source. (A sink is written on every route:
-            the route hands its result batches to the writer ``open_sink`` made.)
+        batch_readable: the batch routes (DuckDB, Spark and any registered one) can read it as a
+            source, through the file readers of ``runtime/batch_read.py``; otherwise only the runtime
+            reads it. (A sink is written on every route: a route hands its result batches to the
+            writer ``open_sink`` made.)
         replayable: an unbounded source whose history a batch route can read before the
             runtime continues from where it stopped (backfill, the continuous Spark route).
         insertable: ``INSERT INTO`` and ``Engine.insert`` feed it.
@@ -159,6 +161,8 @@ class ConnectorDescriptor:
         check: more checks of the options against the columns: ``check(options, schema, role)``
             (``schema``: a source's physical columns, or a sink's result columns), raising
             :class:`OptionError`.
+        metadata: the keys a source's ``col TYPE METADATA FROM 'key'`` columns can read, with their
+            SQL types (Kafka: ``partition``, ``offset``, ...); the runtime module fills them.
     """
 
     name: str
@@ -175,12 +179,13 @@ class ConnectorDescriptor:
     streams: bool = True
     bounded: Callable[[Mapping[str, str]], bool] = never_bounded
     bounded_note: str = "no"
-    read_routes: tuple[str, ...] = ("runtime",)
+    batch_readable: bool = False
     replayable: bool = False
     insertable: bool = False
     collects: bool = False
     accepts_changes: bool = True
     check: Callable | None = field(default=None, compare=False)
+    metadata: tuple[tuple[str, str], ...] = ()  # what METADATA FROM 'key' columns can read: (key, SQL type)
 
     def __post_init__(self):
         if not (self.source or self.sink or self.lookup):

@@ -33,6 +33,6 @@ DESCRIPTOR = ConnectorDescriptor(
                help="an existing non-empty output file: refuse it, replace it, or write after it", scope="sink"),
     ),
     bounded=_bounded, bounded_note="unless watch = 'true'",
-    read_routes=("runtime", "duckdb", "spark"),
+    batch_readable=True,
     replayable=True,
 )

@@ -32,36 +32,41 @@ def _cell(text: str) -> str:
 def connector_markdown(d: ConnectorDescriptor) -> str:
     """One connector's section: what it is, then its options as a table."""
     title = f"### `{d.name}`" + "".join(f" (also `{a}`)" for a in d.aliases)
-    lines = [title, "", d.help[0].upper() + d.help[1:] + ".", ""]
-    facts = [f"**{' and '.join(d.kinds)}**"]
-    if d.source:
-        facts.append(f"bounded: {d.bounded_note}")
-        facts.append(f"read by the {', '.join(d.read_routes)} route{'s' if len(d.read_routes) > 1 else ''}")
-    if d.tables:
-        facts.append("streams and tables with a PRIMARY KEY" if d.streams else "tables with a PRIMARY KEY only")
-    if d.insertable:
-        facts.append("takes INSERT INTO")
-    if d.collects:
-        facts.append("a sink's results are kept in the engine")
-    lines += ["; ".join(facts) + ".", ""]
-    rows = []
-    if d.formats:
-        for role in ("source", "sink"):
-            names = d.format_names(role) if role in d.kinds else ()
-            if names:
-                changes = [f.name for f in d.formats if f.changelog and (f.source if role == "source" else f.sink)]
-                note = f" (changelogs: {', '.join(f'`{c}`' for c in changes)})" if changes else ""
-                rows.append(("`format`", role, ", ".join(f"`{n}`" for n in names) + note, "",
-                             "yes" if d.format_required else "", "the value format"))
-    for o in d.options:
-        scope = "" if o.scope == "both" or len(d.kinds) == 1 else o.scope
-        rows.append((f"`{o.name}`", scope, o.describe_values(), f"`{o.default}`" if o.default is not None else "",
-                     "yes" if o.required else "", o.help))
+    lines = [title, "", d.help[0].upper() + d.help[1:] + ".", "", "; ".join(_facts(d)) + ".", ""]
+    rows = _format_rows(d) + [_option_row(d, o) for o in d.options]
     if rows:
         lines += ["| option | for | values | default | required | description |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
         lines.append("")
     return "\n".join(lines)
+
+
+def _facts(d: ConnectorDescriptor) -> list[str]:
+    facts = [f"**{' and '.join(d.kinds)}**"]
+    if d.source:
+        facts.append(f"bounded: {d.bounded_note}")
+        facts.append("read on every route" if d.batch_readable else "read by the runtime route only")
+    for on, fact in ((d.tables, "streams and tables with a PRIMARY KEY" if d.streams else "tables with a PRIMARY KEY only"), (d.insertable, "takes INSERT INTO"),
+                     (d.collects, "a sink's results are kept in the engine")):
+        if on:
+            facts.append(fact)
+    return facts
+
+
+def _format_rows(d: ConnectorDescriptor) -> list[tuple]:
+    rows = []
+    for role in (r for r in ("source", "sink") if r in d.kinds and d.format_names(r)):
+        changes = [f.name for f in d.formats if f.changelog and (f.source if role == "source" else f.sink)]
+        note = f" (changelogs: {', '.join(f'`{c}`' for c in changes)})" if changes else ""
+        rows.append(("`format`", role, ", ".join(f"`{n}`" for n in d.format_names(role)) + note, "",
+                     "yes" if d.format_required else "", "the value format"))
+    return rows
+
+
+def _option_row(d: ConnectorDescriptor, o) -> tuple:
+    scope = "" if o.scope == "both" or len(d.kinds) == 1 else o.scope
+    return (f"`{o.name}`", scope, o.describe_values(), f"`{o.default}`" if o.default is not None else "",
+            "yes" if o.required else "", o.help)
 
 
 def reference_markdown() -> str:

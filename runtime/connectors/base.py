@@ -60,6 +60,7 @@ class WriteRequest:
     # What the sink put into that checkpoint besides its position (``prepare_checkpoint``): the rows a
     # write-ahead sink had sealed but perhaps not committed when it stopped.
     contents: pa.Table | None = None
+    durable: bool = False  # the engine has a state directory: checkpoints are taken and restored
 
 
 class SourceReader(Protocol):
@@ -100,6 +101,22 @@ class SinkWriter(Protocol):
         """Drop what was written after ``position`` (restore after a crash)."""
 
     def close(self) -> None: ...
+
+
+class WriteAheadSink(Protocol):
+    """A SinkWriter that exposes results only once a checkpoint covers them (the jdbc and Kafka sinks).
+
+    Besides the SinkWriter methods it has ``prepare_checkpoint() -> (position,
+    rows)``, called when a checkpoint is taken (after ``flush``): it seals the
+    rows written since the last checkpoint, which the checkpoint keeps with the
+    position; and ``checkpoint_complete(position)``, called once that
+    checkpoint is on disk, when it may publish or commit them. A restored
+    writer gets the sealed rows back in ``WriteRequest.contents``.
+    """
+
+    def prepare_checkpoint(self) -> tuple[dict, pa.Table | None]: ...
+
+    def checkpoint_complete(self, position: dict | None) -> None: ...
 
 
 class ReaderWrapper:

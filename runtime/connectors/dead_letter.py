@@ -49,6 +49,17 @@ class DeadLetter:
         self._file.write(text)
         self._file.flush()
 
+    def write_records(self, records: list[dict]) -> None:
+        """Append records of any shape (a Kafka message's topic, partition and offset), then flush."""
+        if not records:
+            return
+        if self._file is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")
+        self._file.write("".join(json.dumps({"source": self.source, **r}, ensure_ascii=False, default=str) + "\n"
+                                 for r in records))
+        self._file.flush()
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from ...planner.catalog import SinkDef, SourceDef
 from ...planner.connectors import ConnectorDescriptor
-from .base import ReadRequest, SinkError, SinkWriter, SourceContext, SourceError, SourceReader, WriteRequest
+from ..errors import SinkError, SourceError
+from .base import ReadRequest, SinkWriter, SourceContext, SourceReader, WriteRequest
 
 
 def runtime_module(descriptor: ConnectorDescriptor, function: str, name: str):
@@ -53,12 +54,15 @@ def open_source(src: SourceDef, req: ReadRequest, ctx: SourceContext) -> SourceR
     return runtime_module(src.descriptor, "open_source", src.name)(req, ctx)
 
 
-def open_sink(sink: SinkDef, schema: pa.Schema, updating: bool, position: dict | None = None,
-              contents: pa.Table | None = None) -> SinkWriter:
-    """A writer for ``sink``'s results through its connector (not for connectors that ``collect``)."""
+def open_sink(sink: SinkDef, schema: pa.Schema, updating: bool, position: dict | None = None, *,
+              contents: pa.Table | None = None, durable: bool = False) -> SinkWriter:
+    """A writer for ``sink``'s results through its connector (not for connectors that ``collect``).
+
+    ``contents``: the rows a write-ahead sink's checkpoint kept; ``durable``: checkpoints are taken.
+    """
     descriptor = sink.descriptor
     if not descriptor.sink or descriptor.collects:
         raise SinkError(f"connector '{descriptor.name}' does not write sinks through a writer")
     opener = runtime_module(descriptor, "open_sink", sink.name)
     return opener(WriteRequest(sink.name, {k.lower(): v for k, v in sink.options.items()}, sink.path, schema,
-                               updating, position, contents))
+                               updating, position, contents, durable))

@@ -52,6 +52,9 @@ class Logic:
         """The watermark this operator forwards once its input watermark is ``watermark``."""
         return watermark
 
+    # Events this operator dropped as late (an operator that judges lateness replaces it: ``count_late``).
+    late_dropped = 0
+
     def next_fire_time(self) -> int | None:
         """The watermark at which this operator will next emit (a window's end), if it knows; for SHOW PROGRESS."""
         return None
@@ -78,3 +81,22 @@ class DuckStateLogic(Logic):
     @property
     def state_rows(self) -> int:
         return self.state.rows
+
+
+class CountsLate:
+    """An operator that drops late events: ``late_dropped`` lives in its checkpointed state.
+
+    Each operator counts what it drops itself (Flink's ``numLateRecordsDropped``
+    is per operator too); the job reports the counts per operator.
+    """
+
+    def count_late(self, env: Env, op_id: int) -> None:
+        self._late = env.state.value(op_id, "late_dropped", 0)
+
+    @property
+    def late_dropped(self) -> int:
+        return self._late.value
+
+    @late_dropped.setter
+    def late_dropped(self, n: int) -> None:
+        self._late.value = n

@@ -22,10 +22,10 @@ from ...planner.physical import OP
 from ...planner.physical_stream import SnapshotDiffOp
 from ..changelog import DELETE, INSERT, with_op
 from ..duck import conform
-from .base import MIN_WATERMARK, Env, Logic
+from .base import MIN_WATERMARK, CountsLate, Env, Logic
 
 
-class SnapshotDiffLogic(Logic):
+class SnapshotDiffLogic(CountsLate, Logic):
     def __init__(self, spec: SnapshotDiffOp, env: Env):
         self.spec = spec
         self.duck = env.duck
@@ -34,7 +34,7 @@ class SnapshotDiffLogic(Logic):
         self.last = env.state.value(spec.id, "last_instant", None)
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.rows_schema = pa.schema([f for f in spec.schema if f.name != OP])
-        self.late_dropped = 0
+        self.count_late(env, spec.id)
 
     @property
     def state_rows(self) -> int:

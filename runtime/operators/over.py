@@ -25,20 +25,20 @@ import pyarrow.compute as pc
 from ...planner.physical_stream import OverAggOp
 from ...planner.sqlgen_over import SEQ
 from ..duck import conform, registered
-from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
+from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .source import int64_values
 
 _PENDING, _HISTORY, _CARRY = 0, 1, 2
 
 
-class OverAggLogic(Logic):
+class OverAggLogic(CountsLate, Logic):
     def __init__(self, spec: OverAggOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.state = env.state.panes(spec.id, "rows")
         self.seq = env.state.value(spec.id, "seq", 0)
         self.fired = env.state.value(spec.id, "released_until", MIN_WATERMARK)
-        self.late_dropped = 0
+        self.count_late(env, spec.id)
         schema = pa.schema([pa.field(c, spec.schema.field(c).type) for c in spec.columns])
         self.row_schema = schema.append(pa.field(SEQ, pa.int64()))
 

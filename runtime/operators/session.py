@@ -281,7 +281,10 @@ class SessionLogic(Logic):
         return [t for t in out if t.num_rows]
 
     def output_watermark(self, watermark: int) -> int:
-        return watermark if watermark >= MAX_WATERMARK else watermark - WINDOW_TIME_OFFSET_US
+        # A session [s, e) is emitted once the watermark is past e, with window_time e - 1 ms; a window over
+        # the results fires when its watermark reaches its last millisecond, so this stays below e - 1 ms
+        # until the session is out.
+        return watermark if watermark >= MAX_WATERMARK else watermark - WINDOW_TIME_OFFSET_US - 1
 
     def _diff(self, rows: pa.Table, scope_rows: pa.Table) -> list[pa.Table]:
         """Emit what changed for the partitions of ``scope_rows``, whose visible sessions are ``rows``."""

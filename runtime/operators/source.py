@@ -12,8 +12,35 @@ on how the input is cut into batches::
     watermark     -   5   9   9   9  15
     late                      ^       ^        (3 < 9, 9 < 15)
 
-Late events are dropped from the stream, counted, and kept in the
-source's late log, which a user can read as a stream.
+Where the operators above judge late events per window (``spec.per_window``:
+window aggregates, window Top-N), the source drops nothing. It cuts its
+batch before each event behind the watermark and hands the job the
+watermark to advance to at each cut (``cuts``), so that every operator
+sees each event with the watermark as it stood when the event arrived,
+whatever the batch sizes::
+
+    ts           10  70  20  25  80  30        (bound 5)
+    watermark     -   5  65  65  65  75
+    pieces       [10  70][20  25  80][30]       advance to 65 before 20, to 75 before 30
+
+Otherwise late events are dropped from the stream, counted, and kept in
+the source's late log, which a user can read as a stream.
+
+A partitioned source (Kafka: its reader says which partition each row
+came from, ``batch_partitions``) keeps one watermark per partition, and
+its watermark is the minimum over the partitions, leaving out those idle
+for ``idle_timeout`` and those a bounded read has finished::
+
+    partition    0: ts 10 14 |  1: ts 3 | 2: (nothing for idle_timeout)
+    watermark    0: 14-5 = 9 |  1: 3-5 = -2 | 2: idle       -> source: -2
+
+An event is late when it is behind the source's watermark as it stood
+(its own partition's running maximum within the batch, the others' as
+they were before the batch).
+
+A partitioned source judges late events here even under window operators
+(its watermark at each row depends on the other partitions), so a Kafka
+event behind its source's watermark is dropped at the source.
 """
 
 from __future__ import annotations
@@ -21,6 +48,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ...planner.logical import WINDOW_TIME_OFFSET_US
 from ...planner.physical import OP, SourceOp
 from ...planner.vocabulary import RETRACTIONS
 from ..connectors.base import SourceError, SourceReader
@@ -87,6 +115,14 @@ class SourceLogic:
         # have passed are late (judged here, like all lateness).
         self.floor = env.state.value(spec.id, "late_floor", MIN_WATERMARK)
         self.follows_clock = spec.clock_watermark
+        # Per partition: the largest event time (by partition index) and when data last came.
+        self.partitioned = spec.time_column is not None and hasattr(reader, "batch_partitions")
+        if self.partitioned:
+            self.partition_max = env.state.value(spec.id, "partition_max", {})
+            self.partition_seen: dict[int, int] = {}
+            self.started_us = self.clock.now_us()
+        # (row, watermark): before row ``row`` of the last batch the job advances the watermark (per_window)
+        self.cuts: list[tuple[int, int]] = []
 
     @property
     def idle(self) -> bool:
@@ -110,7 +146,29 @@ class SourceLogic:
             return self.clock.now_us()
         if self.spec.late_only or self.spec.time_column is None or self.max_ts.value == MIN_WATERMARK:
             return MIN_WATERMARK
+        if self.partitioned:
+            return self._partition_watermark()
         return self.max_ts.value - self.spec.delay_us
+
+    def _active_partitions(self) -> list[int]:
+        """The partitions that hold the watermark back: not finished, not idle (all, if every one is idle)."""
+        done = getattr(self.reader, "done_slots", set())
+        slots = [i for i in range(len(self.reader.partitions)) if i not in done]
+        timeout = self.spec.idle_timeout_us
+        if timeout:
+            now = self.clock.now_us()
+            busy = [i for i in slots if now - self.partition_seen.get(i, self.started_us) < timeout]
+            # All idle: the source is idle as a whole; its watermark is what the partitions with data reached.
+            slots = busy or [i for i in slots if str(i) in self.partition_max.value] or slots
+        return slots
+
+    def _partition_watermark(self, skip: int | None = None) -> int:
+        maxima = self.partition_max.value
+        slots = [i for i in self._active_partitions() if i != skip]
+        if not slots:
+            return MAX_WATERMARK if skip is not None else self.max_ts.value - self.spec.delay_us
+        low = min(maxima.get(str(i), MIN_WATERMARK) for i in slots)
+        return MIN_WATERMARK if low == MIN_WATERMARK else low - self.spec.delay_us
 
     def poll(self) -> pa.Table | None:
         """The next batch of on-time events; an empty table if none now; None at the end."""
@@ -118,6 +176,7 @@ class SourceLogic:
         if raw is None:
             self.finished = True
             return None
+        self.cuts = []
         if raw.num_rows == 0:
             return raw
         self.rows_read += raw.num_rows
@@ -134,17 +193,85 @@ class SourceLogic:
 
     def _drop_late(self, table: pa.Table) -> pa.Table:
         ts, retracting = event_times(table, self.spec.time_column, self.name)
-        before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
-        threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
-                               self.floor.value - self.spec.lateness_us)
+        if self.spec.per_window and not self.partitioned:
+            start = self.max_ts.value
+            before, self.max_ts.value = running_max_before(ts, start)
+            late = ts < self.floor.value - self.spec.lateness_us  # behind what consumers passed while idle
+            if retracting is not None:
+                late &= ~retracting
+            kept = table.filter(pa.array(~late)) if late.any() else table
+            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us, self.spec.window_grids)
+            return self._count_late(table, late, kept)
+        if self.partitioned:
+            threshold = self._partition_thresholds(ts)
+        else:
+            before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
+            threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
+                                   self.floor.value - self.spec.lateness_us)
         late = ts < threshold
         if retracting is not None:
             late &= ~retracting
         if self.spec.late_only:  # LATE(s): the late events are the stream
             return table.filter(pa.array(late))
-        if not self.spec.drop_late or not late.any():
+        if not (self.spec.drop_late or self.spec.per_window) or not late.any():
             return table
-        self.late += int(late.sum())
-        if self.late_log is not None:
-            self.late_log.append(table.filter(pa.array(late)))
-        return table.filter(pa.array(~late))
+        return self._count_late(table, late, table.filter(pa.array(~late)))
+
+    def _count_late(self, table: pa.Table, late: np.ndarray, kept: pa.Table) -> pa.Table:
+        if late.any():
+            self.late += int(late.sum())
+            if self.late_log is not None:
+                self.late_log.append(table.filter(pa.array(late)))
+        return kept
+
+    def _partition_thresholds(self, ts: np.ndarray) -> np.ndarray:
+        """Per row, the time below which it is late: the source watermark as it stood, partition by partition."""
+        parts = self.reader.batch_partitions
+        now = self.clock.now_us()
+        maxima = dict(self.partition_max.value)
+        threshold = np.empty(len(ts), dtype=np.int64)
+        for slot in np.unique(parts):  # a loop over the batch's partitions, not its rows
+            rows = np.flatnonzero(parts == slot)
+            key = str(int(slot))
+            before, maxima[key] = running_max_before(ts[rows], maxima.get(key, MIN_WATERMARK))
+            others = self._partition_watermark(skip=int(slot))
+            own = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - self.spec.delay_us)
+            threshold[rows] = np.maximum(np.minimum(own, others) - self.spec.lateness_us,
+                                         self.floor.value - self.spec.lateness_us)
+            self.partition_seen[int(slot)] = now
+        self.partition_max.value = maxima
+        self.max_ts.value = max(self.max_ts.value, *maxima.values())
+        return threshold
+
+
+def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
+          grids: tuple[tuple[int, int], ...] = ()) -> list[tuple[int, int]]:
+    """Where to advance the watermark within a batch: before each event behind it, to its value then.
+
+    ``before``: the largest time before each event (``start`` before the
+    batch). Only events behind the watermark can be late for a window (and
+    one exactly at it, when a window of ``grids`` ends 1 ms later: windows
+    fire at their last millisecond), and only the watermark's value at each
+    of them matters, so consecutive late events under one watermark share a
+    cut.
+    """
+    if len(ts) == 0 or start == MIN_WATERMARK and before[-1] == MIN_WATERMARK:
+        return []
+    watermark = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - delay_us)
+    first = MIN_WATERMARK if start == MIN_WATERMARK else start - delay_us
+    behind = ts < watermark
+    if grids:
+        at = ts == watermark
+        if at.any():
+            last_ms = np.zeros(len(ts), dtype=bool)
+            for width, offset in grids:
+                last_ms |= (ts + WINDOW_TIME_OFFSET_US - offset) % width == 0
+            behind |= at & last_ms
+    behind = np.nonzero(behind & (watermark > first))[0]
+    if len(behind) == 0:
+        return []
+    marks = watermark[behind]
+    new = np.empty(len(behind), dtype=bool)
+    new[0] = True
+    np.not_equal(marks[1:], marks[:-1], out=new[1:])
+    return [(int(row), int(mark)) for row, mark in zip(behind[new], marks[new])]

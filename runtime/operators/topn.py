@@ -25,25 +25,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...planner.logical import WINDOW_TIME_OFFSET_US
 from ...planner.physical import OP
 from ...planner.physical_stream import TopNOp
 from ...planner.sqlgen_topn import RANK, SEQ
 from ...planner.sqlgen_ttl import expired_table
 from ..duck import conform
-from .base import MIN_WATERMARK, Env, Logic
+from .base import MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
 from .source import int64_values
 from .ttl import StateTtl
 
 
-class TopNLogic(Logic):
+class TopNLogic(CountsLate, Logic):
     def __init__(self, spec: TopNOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.seq = env.state.value(spec.id, "seq", 0)
         self.panes = env.state.panes(spec.id, "rows")
-        self.late_dropped = 0
+        self.count_late(env, spec.id)
         self.columns = list(spec.columns)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema) if spec.emit_sql else None
@@ -73,7 +74,8 @@ class TopNLogic(Logic):
         rows = batch.select(self.columns)
         if kind == "window":
             ends = pc.cast(rows.column(self.spec.window_end), pa.int64())
-            late = pc.less_equal(ends, self.fired.value)
+            # Late when its window had fired: the watermark at its last millisecond (window_time), as Flink.
+            late = pc.less_equal(pc.subtract(ends, WINDOW_TIME_OFFSET_US), self.fired.value)
             if pc.any(late).as_py():
                 self.late_dropped += int(pc.sum(late).as_py())
                 rows, ends = rows.filter(pc.invert(late)), ends.filter(pc.invert(late))

@@ -3,7 +3,7 @@
 Input delta -> output delta::
 
     batch   : rows (ts, keys, values)           -> nothing (state grows)
-    watermark W : every window [s, e) with e <= W not yet emitted
+    watermark W : every window [s, e) with e - 1 ms <= W not yet emitted
                   -> one row per (window, key), then its panes are freed
 
 Each batch is aggregated once by the planner's partial SQL into rows per
@@ -18,6 +18,19 @@ many windows it belongs to::
     window [1,4) = p1+p2+p3             |==========|
 
 Empty windows are not emitted (as in Flink).
+
+Late events, as Flink's ``SlicingWindowAggProcessor`` judges them: an
+event counts in every window of its pane that had not fired when it
+arrived (the watermark then is below the window's end). So an event
+behind the watermark still counts in open windows, and a HOP event may be
+late for its earlier windows and on time for its later ones (those are
+assembled from its pane after it arrived). As in Flink, a window has
+fired once the watermark reaches its last millisecond (window_time, its
+end - 1 ms). An event whose every window had fired is dropped and counted
+in ``late_dropped``::
+
+    TUMBLE 1 min, bound 5 s, events at :10 :30 :20 -> watermark :25 when :20 arrives
+    window [0, 60) is open: it counts 3 events
 """
 
 from __future__ import annotations
@@ -27,16 +40,16 @@ import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run cos
 import pyarrow.compute as pc
 
 from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import OP, PANE, WindowAggOp
+from ...planner.physical import OP, PANE, ROWS_COLUMN, WindowAggOp
 from ..duck import conform
-from .base import MIN_WATERMARK, Env, Logic
+from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
 _WS, _WE = "__ws", "__we"
 
 
-class WindowAggLogic(Logic):
+class WindowAggLogic(CountsLate, Logic):
     def __init__(self, spec: WindowAggOp, env: Env):
         self.spec = spec
         self.duck = env.duck
@@ -45,6 +58,9 @@ class WindowAggLogic(Logic):
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.group = [*spec.keys, *spec.distinct_columns]
         self.merges = [(column, how) for a in spec.aggs for column, how in a.partials if how != "distinct"]
+        self.merges.append((ROWS_COLUMN, "sum"))
+        self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
+        self.count_late(env, spec.id)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])  # the rows, without a changelog column
 
     @property
@@ -56,16 +72,19 @@ class WindowAggLogic(Logic):
         return []
 
     def next_fire_time(self) -> int | None:
-        fired = self.fired.value
+        fired = self._reach(self.fired.value)
         for pane in self.panes.keys():  # the earliest pane has the earliest window end
             ends = [end for _, end in self.window.windows_of_pane(pane) if end > fired]
             if ends:
-                return min(ends)
+                return min(ends) - WINDOW_TIME_OFFSET_US
         return None
 
     def _add(self, batch: pa.Table) -> list[int]:
         """Aggregate a batch into its panes; the panes it touched."""
         partial = self.duck.run(self.spec.partial_sql, batch)
+        if partial.num_rows == 0:
+            return []
+        partial = self._drop_late(partial)
         if partial.num_rows == 0:
             return []
         self.panes.add_split(partial.column(PANE), partial.drop_columns([PANE]))
@@ -74,6 +93,20 @@ class WindowAggLogic(Logic):
             if self.panes.pieces(key) >= COMPACT_AT:
                 self.panes.compact(key, self._merge_partials)
         return touched
+
+    def _drop_late(self, partial: pa.Table) -> pa.Table:
+        """The partial rows of panes that some open window still needs; the others' events are counted."""
+        fired = self.fired.value
+        if fired == MIN_WATERMARK:
+            return partial
+        w = self.window
+        unit = w.slide if w.kind == "HOP" else w.size  # a pane's last window starts at its floor to this
+        panes = partial.column(PANE).to_numpy()
+        late = pa.array(panes - (panes - w.offset) % unit + w.size + self.lateness <= self._reach(fired))
+        if not pc.any(late).as_py():
+            return partial
+        self.late_dropped += int(pc.sum(partial.column(ROWS_COLUMN).filter(late)).as_py())
+        return partial.filter(pc.invert(late))
 
     def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
         table = pa.concat_tables(tables)
@@ -84,21 +117,29 @@ class WindowAggLogic(Logic):
         fired = self.fired.value
         if watermark <= fired:
             return []
+        # A window fires when the watermark reaches its last millisecond, window_time (Flink's isWindowFired).
+        reach, done = self._reach(watermark), self._reach(fired)
         ready: set[tuple[int, int]] = set()
         for pane in self.panes.keys():
-            if pane >= watermark:
+            if pane >= reach:
                 break  # every window of this pane (and of later ones) ends after the watermark
             for start, end in self.window.windows_of_pane(pane):
-                if fired < end <= watermark:
+                if done < end <= reach:
                     ready.add((start, end))
         out = [self._emit(sorted(ready, key=lambda w: (w[1], w[0])))] if ready else []
         for pane in self.panes.keys():
-            if pane >= watermark:
+            if pane >= reach:
                 break
-            if self.window.pane_expiry(pane) <= watermark:
+            if self.window.pane_expiry(pane) <= reach:
                 self.panes.pop(pane)
         self.fired.value = watermark
         return out
+
+    def _reach(self, watermark: int) -> int:
+        """The largest window end that has fired at ``watermark`` (processing-time windows: at their end)."""
+        if self.spec.processing_time or not MIN_WATERMARK < watermark < MAX_WATERMARK:
+            return watermark
+        return watermark + WINDOW_TIME_OFFSET_US
 
     def _emit(self, windows: list[tuple[int, int]]) -> pa.Table:
         pane = self.window.pane

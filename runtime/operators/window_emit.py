@@ -25,9 +25,15 @@ from .window_agg import WindowAggLogic
 
 
 class WindowEmitLogic(WindowAggLogic):
+    """Emits early or corrects late: a window is complete when the watermark reaches its end."""
+
+    def _reach(self, watermark: int) -> int:
+        return watermark
+
     def __init__(self, spec: WindowEmitOp, env: Env):
         super().__init__(spec, env)
         self.policy = spec.emit
+        self.lateness = spec.emit.lateness_us
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema)
         self.clock = env.clock
         self.marked = env.state.value(spec.id, "marked", [])  # windows changed since the last periodic firing

@@ -1,0 +1,93 @@
+"""psql against a real `dsms server`: a session script (psql -f), errors with a caret, \\d and friends.
+
+The expected rows are computed by hand from the inserted events.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from server_helpers import DsmsServer
+
+SESSION = """\
+CREATE STREAM clicks (ad BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (connector = 'memory');
+INSERT INTO clicks VALUES (1, 0.1, TRUE, TIMESTAMP '2024-01-01 12:00:00.250'),
+  (2, 0.2, FALSE, TIMESTAMP '2024-01-01 12:00:01'), (1, 0.7, TRUE, TIMESTAMP '2024-01-01 12:00:02');
+CREATE MATERIALIZED VIEW per_ad AS SELECT ad, COUNT(*) AS n, SUM(price) AS total FROM clicks GROUP BY ad;
+FLUSH;
+\\pset format unaligned
+\\pset tuples_only on
+SELECT ad, n, total FROM per_ad ORDER BY ad;
+SELECT ad, ok, ts FROM clicks WHERE ad = 1;
+SET 'emit' = 'changes';
+SHOW QUERIES;
+DESCRIBE clicks;
+PAUSE QUERY per_ad;
+RESUME QUERY per_ad;
+SHOW PROGRESS per_ad;
+"""
+
+
+@pytest.fixture
+def server(tmp_path):
+    with DsmsServer(str(tmp_path)) as s:
+        yield s
+
+
+def test_a_session_script_runs_every_kind_of_statement(server, tmp_path):
+    script = tmp_path / "session.sql"
+    script.write_text(SESSION)
+    done = server.psql("-v", "ON_ERROR_STOP=1", "-f", str(script))
+    out = done.stdout
+    lines = out.splitlines()
+    # per_ad by hand: ad 1 has two clicks (0.1 + 0.7), ad 2 one (0.2); doubles at full precision.
+    assert "1|2|0.7999999999999999" in lines and "2|1|0.2" in lines
+    assert "1|t|2024-01-01 12:00:00.25" in lines and "1|t|2024-01-01 12:00:02" in lines
+    assert any(line.startswith("per_ad|materialized view|running") for line in lines)
+    assert any(line.startswith("ts|TIMESTAMP(3)|") for line in lines)
+    assert "NOTICE:  Paused query per_ad" in done.stderr and "NOTICE:  Resumed query per_ad" in done.stderr
+    assert any(line.startswith("per_ad|#1 Aggregate(keys=[ad]") for line in lines)
+
+
+def test_an_error_comes_back_with_its_sqlstate_and_caret(server):
+    server.psql("-c", "CREATE STREAM s (price DOUBLE) WITH (connector = 'memory')")
+    out = server.psql("-v", "VERBOSITY=verbose", "-c", "SELECT pricee FROM s", check=False)
+    assert out.returncode == 1
+    err = out.stderr.splitlines()
+    assert "ERROR:  42703: unknown column 'pricee'" in err
+    # psql draws the caret under the position the server sent.
+    line = next(i for i, text in enumerate(err) if text.startswith("LINE 1: SELECT pricee FROM s"))
+    assert err[line + 1].index("^") == len("LINE 1: SELECT ")
+    assert "HINT:  did you mean 'price'?" in err
+
+
+def test_describe_meta_commands_list_streams_views_and_columns(server):
+    server.psql("-c", "CREATE STREAM s (id BIGINT, amount DECIMAL(10, 2), ts TIMESTAMP(3)) WITH (connector = 'memory')")
+    server.psql("-c", "CREATE MATERIALIZED VIEW totals AS SELECT id, SUM(amount) AS total FROM s GROUP BY id")
+    listing = server.psql("-c", "\\d").stdout
+    assert "public | s      | table             | dsms" in listing
+    assert "public | totals | materialized view | dsms" in listing
+    assert "public | s    | table | dsms" in server.psql("-c", "\\dt").stdout
+    columns = server.psql("-c", "\\d s").stdout
+    assert 'Table "public.s"' in columns
+    assert " id     | bigint                      |" in columns
+    assert " amount | numeric                     |" in columns
+    assert " ts     | timestamp without time zone |" in columns
+    assert 'Materialized view "public.totals"' in server.psql("-c", "\\d totals").stdout
+    assert "PostgreSQL 16.0 (dsms" in server.psql("-c", "SELECT version()").stdout
+
+
+def test_a_file_path_outside_the_data_roots_is_refused(server, tmp_path):
+    outside = os.path.dirname(str(tmp_path))
+    out = server.psql("-c", f"CREATE STREAM f (x INT) WITH (connector = 'file', path = '{outside}/x.jsonl', "
+                            "format = 'json')", check=False)
+    assert out.returncode == 1 and "is outside the server's data roots" in out.stderr
+    out = server.psql("-c", "CREATE STREAM g (x INT) WITH (connector = 'file', path = '../x.jsonl', format = 'json')",
+                      check=False)
+    assert "is outside the server's data roots" in out.stderr
+    (tmp_path / "in.jsonl").write_text('{"x": 5}\n')
+    server.psql("-c", "CREATE STREAM h (x INT) WITH (connector = 'file', path = 'in.jsonl', format = 'json')")
+    assert server.psql("-At", "-c", "SELECT x FROM h").stdout.strip() == "5"
