@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup install-postgres demo test bench bench-flink flink-conformance clean
+.PHONY: setup install-postgres demo demo-kafka test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/dsms run examples/ad_ctr/ad_ctr.sql
+
+# Kafka -> dsms -> PostgreSQL (examples/kafka_to_postgres): starts and stops a broker and a database itself.
+demo-kafka: setup install-postgres
+	$(BIN)/python examples/kafka_to_postgres/run_demo.py
 
 test: setup install-postgres
 	$(BIN)/pytest -q
