@@ -66,19 +66,9 @@ def as_window_aggregate(node: L.Node) -> L.Node:
     bottom_up = list(reversed(chain))
 
     # Names denoting window columns at each level, from the TVF up.
-    wnames = {n: n for n in L.WINDOW_COLUMNS}
-    for n in bottom_up:
-        if isinstance(n, L.Filter):
-            if _refs(n.condition) & set(wnames):
-                return node
-            continue
-        above = {}
-        for out, e in n.exprs:
-            if isinstance(e, exp.Column) and e.name in wnames:
-                above[out] = wnames[e.name]
-            elif _refs(e) & set(wnames):
-                return node
-        wnames = above
+    wnames = _window_names(bottom_up)
+    if wnames is None:
+        return node
     if any(call.arg in wnames for call in node.aggs):
         return node
     window_keys = {k: wnames[k] for k in node.keys if k in wnames}
