@@ -149,25 +149,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict |
 
 
 def main() -> int:
-    if "-h" in sys.argv or "--help" in sys.argv:
-        print(__doc__)
-        return 0
-    try:
-        broker = KafkaBroker().start()
-    except BrokerUnavailable as e:
-        print(f"kafka_broker: {e}", file=sys.stderr)
-        return 1
-    print(broker.bootstrap, flush=True)
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    try:
-        while not stop and broker.process.poll() is None:
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        broker.stop()
-    return 0
+    from serve import serve
+
+    return serve("kafka_broker", __doc__, lambda: KafkaBroker().start(), lambda server: server.bootstrap, BrokerUnavailable)
 
 
 if __name__ == "__main__":

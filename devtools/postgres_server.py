@@ -208,25 +208,9 @@ class PostgresServer:
 
 
 def main() -> int:
-    if "-h" in sys.argv or "--help" in sys.argv:
-        print(__doc__)
-        return 0
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as e:
-        print(f"postgres_server: {e}", file=sys.stderr)
-        return 1
-    print(server.url, flush=True)
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    try:
-        while not stop and server.process.poll() is None:
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
+    from serve import serve
+
+    return serve("postgres_server", __doc__, lambda: PostgresServer().start(), lambda server: server.url, PostgresUnavailable)
 
 
 if __name__ == "__main__":
