@@ -35,36 +35,43 @@ def _refs(e: exp.Expression) -> set[str]:
 
 
 def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    """The columns each input of ``node`` must produce so that ``node`` can produce ``req``."""
     if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
         return node.child_needs(req)
+    if isinstance(node, LateScan):
+        return []
+    if isinstance(node, L.Union):
+        idx = [i for i, n in enumerate(node.schema.names) if n in req]
+        return [{i.schema.fields[j].name for j in idx} for i in node.inputs]
+    needs = _input_needs(node, req)
+    return [needs] if needs is not None else [set(i.schema.names) for i in node.inputs]
+
+
+def _input_needs(node: L.Node, req: set[str]) -> set[str] | None:
+    """What the one input of ``node`` must produce (None: every column, for a node not known here)."""
     if isinstance(node, L.Filter):
-        return [req | _refs(node.condition)]
+        return req | _refs(node.condition)
     if isinstance(node, L.Project):
         used = set()
         for _, e in node.exprs:
             used |= _refs(e)
-        return [used]
+        return used
     if isinstance(node, L.WindowTVF):
-        return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
-    if isinstance(node, LateScan):
-        return []
+        return (req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)
     if isinstance(node, SnapshotDiff):
-        return [set(node.input.schema.names)]
+        return set(node.input.schema.names)
     if isinstance(node, TopN):
         keep = set(node.partition_by) | {c for c, _ in node.order_by}
-        return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]
+        return set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep
     if isinstance(node, OverAggregate):
-        return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
-                {a.arg for a in node.aggs if a.arg}]
+        return ((req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
+                {a.arg for a in node.aggs if a.arg})
     if isinstance(node, (L.WindowAggregate, L.Aggregate)):
         cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
         if isinstance(node, L.WindowAggregate):
             cols |= {node.window.time_col} | set(node.window.partition_by)
-        return [cols]
-    if isinstance(node, L.Union):
-        idx = [i for i, n in enumerate(node.schema.names) if n in req]
-        return [{i.schema.fields[j].name for j in idx} for i in node.inputs]
-    return [set(i.schema.names) for i in node.inputs]
+        return cols
+    return None
 
 
 def source_columns(src, needed: set[str]) -> tuple[tuple[str, ...], list, str | None]:

@@ -191,21 +191,14 @@ class _Planner(JoinPlanning):
         late_only = isinstance(node, LateScan)
         columns, computed, proctime = source_columns(src, self.required.get(id(node), set(node.schema.names)))
         wm = src.watermark
-        fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
-        schema = Schema(tuple(fields))
-        if proctime is not None:
-            fields = [f for f in node.schema if f.name in columns or f.name == proctime
-                      or any(f.name == n for n, _ in computed)]
-            schema = Schema(tuple(fields))
+        read = set(columns) | {n for n, _ in computed} | ({proctime} if proctime is not None else set())
+        schema = Schema(tuple(f for f in node.schema if f.name in read))
         computed_sql = computed_columns_sql(src, columns, computed, proctime)
         if late_only and wm is None:
             raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
-        kind = "Late" if late_only else "Source"
-        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
-            (", changes by key" if src.kind == "table" else "") + ")"
-        return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
+        return self.add(SourceOp, node, (), _source_label(src, late_only), schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
                         clock_watermark=self.processing_time and not late_only,
@@ -307,6 +300,12 @@ class _Planner(JoinPlanning):
             return self.add(WindowEmitOp, node, (base_id,), _fused_label(node, chain), emit=node.emit,
                             emit_sql=sql, **fields)
         return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+
+def _source_label(src, late_only: bool) -> str:
+    kind = "Late" if late_only else "Source"
+    return f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
+        (", changes by key" if src.kind == "table" else "") + ")"
 
 
 def computed_columns_sql(src, columns, computed, proctime: str | None = None) -> str | None:
