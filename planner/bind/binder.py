@@ -149,8 +149,13 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
                         help="use [RANGE size SLIDE size] for per-instant aggregates")
     if slide is not None:
         items, group = with_instant(items, group, aggregated)
-    node = _aggregate_and_project(node, scope, items, group, having, ctx) if aggregated \
-        else _project(node, scope, items, ctx)
+    if aggregated:
+        node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
+        if having_cond is not None:
+            node = L.Filter(node, having_cond)
+        node = _project(node, scope, items, ctx, prebound=True)
+    else:
+        node = _project(node, scope, items, ctx)
     if select.args.get("distinct") is not None:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
@@ -180,15 +185,6 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         require_boolean(cond, node.schema, where.this, ctx)
         node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
     return node, scope, slide
-
-
-def _aggregate_and_project(node: L.Node, scope: Scope, items: list[exp.Expression], group, having,
-                           ctx: BindContext) -> L.Node:
-    """GROUP BY / HAVING / aggregates, then the SELECT list over the aggregate's result."""
-    node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
-    if having_cond is not None:
-        node = L.Filter(node, having_cond)
-    return _project(node, scope, items, ctx, prebound=True)
 
 
 def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: BindContext) -> list[exp.Expression]:

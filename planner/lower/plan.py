@@ -165,7 +165,18 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
         raise _refuse(route, "run a query on processing time",
                       "its windows close as the clock moves, which a batch statement over files does not have")
     for n in L.walk(root):
-        _check_relation(n, route, growing_files=streaming or history)
+        if isinstance(n, (L.Scan, LateScan)):
+            src: SourceDef = n.source
+            if not src.descriptor.batch_readable:
+                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
+            if not src.bounded and not (streaming or history):
+                raise _refuse(route, f"read '{src.name}' (watch = 'true')",
+                              "it keeps growing, and the batch routes read bounded files")
+        if isinstance(n, StreamOf):
+            raise _refuse(route, f"run {n.label()}",
+                          "the rows a relation that changes with every event inserts or deletes depend on "
+                          "how its input is cut into micro-batches")
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
@@ -175,22 +186,6 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
         check_stream(root)
     if history:
         check_backfill(root, route)
-
-
-def _check_relation(n: L.Node, route: str, growing_files: bool) -> None:
-    """A batch route reads ``n`` (``growing_files``: watched files too, as a stream or their history)."""
-    if isinstance(n, (L.Scan, LateScan)):
-        src: SourceDef = n.source
-        if not src.descriptor.batch_readable:
-            # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
-            raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
-        if not src.bounded and not growing_files:
-            raise _refuse(route, f"read '{src.name}' (watch = 'true')",
-                          "it keeps growing, and the batch routes read bounded files")
-    if isinstance(n, StreamOf):
-        raise _refuse(route, f"run {n.label()}",
-                      "the rows a relation that changes with every event inserts or deletes depend on "
-                      "how its input is cut into micro-batches")
 
 
 class _Lowering:
