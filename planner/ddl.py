@@ -100,6 +100,7 @@ def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = Non
 
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:
     """Check a CREATE STREAM / TABLE and turn it into a SourceDef."""
+    src = stmt.source
     fields = _bind_columns(stmt)
     physical = tuple(f.name for f in fields)
     computed = _bind_computed(stmt, fields)
@@ -120,7 +121,17 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
-    _check_connector_reads(stmt, kind, descriptor, fmt)
+    if kind == "stream" and fmt is not None and fmt.changelog:
+        raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
+                                  "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if kind == "stream" and not descriptor.streams:
+        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
+                                  "TABLE with that key", stmt.span, src,
+                                  help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if kind == "table" and not descriptor.tables:
+        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
+                                  "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text, metadata=metadata)
@@ -175,21 +186,6 @@ def _source_kind(stmt: CreateSource, key: list[str]) -> str:
         raise SqlError(Diagnostic("a STREAM is append-only and cannot have a PRIMARY KEY", stmt.span, stmt.source,
                                   help="declare it as a TABLE to read it as an updating relation"))
     return "table" if key else "stream"
-
-
-def _check_connector_reads(stmt: CreateSource, kind: str, descriptor: ConnectorDescriptor, fmt) -> None:
-    """The connector and its format can read a source of this kind (a stream, or a table by its key)."""
-    src = stmt.source
-    with_key = "CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"
-    if kind == "stream" and fmt is not None and fmt.changelog:
-        raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
-                                  "so it needs a TABLE with a PRIMARY KEY", stmt.span, src, help=with_key))
-    if kind == "stream" and not descriptor.streams:
-        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
-                                  "TABLE with that key", stmt.span, src, help=with_key))
-    if kind == "table" and not descriptor.tables:
-        raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
-                                  "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
 
 
 def _bind_metadata(stmt: CreateSource, descriptor: ConnectorDescriptor) -> tuple[tuple[str, str], ...]:
