@@ -26,6 +26,7 @@ from .errors import ADMIN_SHUTDOWN, INVALID_PASSWORD, PROTOCOL_VIOLATION
 from .feeds import DEFAULT_LIMIT_ROWS
 from .host import EngineHost
 from .metrics import Metrics, serve_http
+from .pulls import PullReader
 from .session import REPORTED, Session, client_parameters
 
 log = logging.getLogger("dsms.server")
@@ -57,6 +58,7 @@ class Server:
         self.tls = _tls_context(config.tls_cert, config.tls_key)
         self.metrics = Metrics()
         self.host: EngineHost | None = None
+        self.pulls: PullReader | None = None
         self.sessions: dict[int, tuple[int, Session]] = {}
         self.writers: set[asyncio.StreamWriter] = set()
         self.ready = False
@@ -73,6 +75,7 @@ class Server:
         self.host = EngineHost(engine, self.metrics.checkpoint_seconds.set)
         self.host.statuses = {k: q.job.status for k, q in engine.queries.running.items()}
         self.host.start()
+        self.pulls = PullReader(self.host, self.metrics)
         listener = await asyncio.start_server(self.connection, self.config.host, self.config.port)
         self.port = listener.sockets[0].getsockname()[1]
         self._listeners.append(listener)
@@ -97,6 +100,8 @@ class Server:
                 writer.close()
             except (ConnectionError, RuntimeError):
                 pass
+        if self.pulls is not None:
+            self.pulls.close()
         if self.host is not None:
             await asyncio.to_thread(self.host.stop)
         log.info("dsms server stopped")
@@ -118,7 +123,7 @@ class Server:
                 log.warning("client %s: password authentication failed for user %s", peer, user)
                 return
             pid, secret = next(self._pids), secrets.randbits(31)
-            settings = await self.host.call(lambda e: dict(e.catalog.settings))
+            settings = await self.host.call(lambda e: dict(e.catalog.settings), reads_only=True)
             session = Session(self, reader, writer, user, database, client_parameters(user, params), settings, pid)
             self.sessions[pid] = (secret, session)
             writer.write(wire.auth_ok() + b"".join(wire.parameter_status(k, session.params[k]) for k in REPORTED)

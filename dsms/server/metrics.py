@@ -95,6 +95,9 @@ class Metrics:
         self.errors = Counter("dsms_statement_errors", "Statements that ended in an error", registry=r)
         self.rows_streamed = Counter("dsms_rows_streamed", "Changes sent to subscribers", registry=r)
         self.rows_copied = Counter("dsms_copy_rows", "Rows received by COPY FROM STDIN", registry=r)
+        self.pulls = Counter("dsms_pull_queries", "Pull queries over materialized views, by where they were answered "
+                             "(reader: a plan run on a reader thread; engine: planned and run on the engine thread)",
+                             ["served_by"], registry=r)
         self.dropped = Counter("dsms_subscribers_dropped", "Subscribers dropped for falling behind", registry=r)
         self.checkpoint_seconds = Gauge("dsms_checkpoint_duration_seconds",
                                         "Duration of the last checkpoint of every query the server took", registry=r)
