@@ -50,6 +50,7 @@ from .statements import (
     run_subscribe,
     unquote,
 )
+from .users import USER_DDL
 
 log = logging.getLogger("dsms.server")
 
@@ -235,6 +236,8 @@ class Session:
             return await self.cursors.fetch(unquote(match.group(2)), match.group(1), match.group(3))
         if match := CLOSE.match(body):
             return await self.cursors.close(unquote(match.group(1)))
+        if USER_DDL.match(body) and not dry:
+            return await asyncio.to_thread(self.server.users.run, body)
         if is_catalog_query(body):
             table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user, self.database),
                                          reads_only=True)
