@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import DsmsError
+from ..grammar.dialect import Dsms
 from .pgtypes import TYPE_NAMES, TYPE_SIZES, type_oid
 
 FIRST_OID = 16384
@@ -121,6 +122,9 @@ CREATE MACRO pg_is_in_recovery() AS false;
 CREATE MACRO pg_relation_is_publishable(x) AS false;
 CREATE MACRO pg_relation_size(x) AS 0;
 CREATE MACRO pg_total_relation_size(x) AS 0;
+CREATE MACRO pg_stat_get_numscans(x) AS 0;
+CREATE MACRO parse_ident(x, strict := true) AS list_transform(string_split(x, '.'),
+  lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-2], '""', '"') ELSE lower(p) END);
 CREATE MACRO pg_table_size(x) AS 0;
 CREATE MACRO pg_size_pretty(x) AS '0 bytes';
 CREATE MACRO quote_ident(x) AS CASE WHEN regexp_matches(x, '^[a-z_][a-z0-9_]*$') THEN x
@@ -130,13 +134,33 @@ CREATE MACRO array_lower(a, d) AS 1;
 CREATE MACRO current_schemas(x) AS ['public'];
 CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01';
 CREATE MACRO txid_current() AS 1;
-CREATE MACRO to_regclass(x) AS (SELECT oid FROM pg_class WHERE relname = x);
+CREATE MACRO to_regclass(x) AS CASE lower(x) WHEN 'pg_class' THEN 1259 WHEN 'pg_namespace' THEN 2615
+  WHEN 'pg_constraint' THEN 2606 WHEN 'pg_type' THEN 1247 WHEN 'pg_proc' THEN 1255 WHEN 'pg_attribute' THEN 1249
+  WHEN 'pg_database' THEN 1262 WHEN 'pg_index' THEN 2610 WHEN 'pg_trigger' THEN 2620
+  ELSE (SELECT oid FROM pg_class WHERE relname = x) END;
+CREATE VIEW _is_schemata AS SELECT * FROM information_schema.schemata
+  WHERE schema_name IN ('public', 'pg_catalog', 'information_schema');
+CREATE VIEW _is_tables AS SELECT t.* REPLACE (CASE WHEN c.relkind = 'v' THEN 'VIEW' ELSE t.table_type END AS table_type)
+  FROM information_schema.tables t LEFT JOIN pg_class c ON c.relname = t.table_name WHERE t.table_schema = 'public';
+CREATE VIEW _is_columns AS SELECT col.* REPLACE (coalesce(n.typname_sql, col.data_type) AS data_type)
+  FROM information_schema.columns col LEFT JOIN pg_class c ON c.relname = col.table_name
+  LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = col.column_name
+  LEFT JOIN _type_names n ON n.oid = a.atttypid WHERE col.table_schema = 'public';
+CREATE VIEW _is_views AS SELECT * FROM information_schema.tables WHERE table_schema = 'public' AND
+  table_name IN (SELECT relname FROM pg_class WHERE relkind = 'v');
 """
 
 _REWRITES = [
+    # Grafana's "schemas on the search path": a scalar function in FROM (string_to_array … s), which DuckDB
+    # does not take; the schemas on the path are what current_schemas() gives.
+    (re.compile(r"SELECT\s+CASE\s+WHEN\s+trim\(s\[i\]\)\s*=\s*'\"\$user\"'\s+THEN\s+user\s+ELSE\s+trim\(s\[i\]\)"
+                r"\s+END\s+FROM\s+generate_series\(.*?\)\s+as\s+i\s*,\s*string_to_array\(\s*current_setting\("
+                r"\s*'search_path'\s*\)\s*,\s*','\s*\)\s+s\b", re.I | re.S), "SELECT unnest(current_schemas(false))"),
     (re.compile(r"OPERATOR\s*\(\s*pg_catalog\.([~!<>=]+)\s*\)", re.I), r"\1"),
     (re.compile(r"\s+COLLATE\s+(pg_catalog\.)?\"?(default|C)\"?", re.I), ""),
     (re.compile(r"\bpg_catalog\.", re.I), ""),
+    (re.compile(r"'([A-Za-z0-9_.]*)'\s*::\s*regclass\b", re.I), r"to_regclass('\1')"),
+    (re.compile(r"\binformation_schema\.(schemata|tables|columns|views)\b", re.I), r"_is_\1"),
     (re.compile(r"::\s*(regclass|regtype|regproc|regnamespace|oid)\b", re.I), "::BIGINT"),
     (re.compile(r"::\s*\"char\"", re.I), "::VARCHAR"),
     (re.compile(r"::\s*name\b", re.I), "::VARCHAR"),
@@ -205,7 +229,7 @@ class PgCatalog:
             descriptions.append((oid, 1259, 0, f"dsms {kind}"))
             query = getattr(obj, "query", None)
             if query is not None:
-                definitions.append((oid, query.sql(dialect="postgres")))
+                definitions.append((oid, query.sql(dialect=Dsms)))  # dsms SQL: TUMBLE(…) and the like are its own
             columns = []
             for n, f in enumerate(fields, 1):
                 t = type_oid(f.type)
@@ -259,8 +283,9 @@ class PgCatalog:
         d.execute(f"CREATE OR REPLACE MACRO current_database() AS {_quote(database)}")
         d.execute(f"CREATE OR REPLACE MACRO current_user() AS {_quote(user)}")
         d.execute(f"CREATE OR REPLACE MACRO session_user() AS {_quote(user)}")
-        d.execute("CREATE OR REPLACE MACRO current_setting(x, m := false) AS "
-                  "(SELECT setting FROM pg_settings WHERE name = lower(x))")
+        # A CASE of constants, not a lookup: Grafana calls it inside generate_series(), which takes no subquery.
+        cases = " ".join(f"WHEN {_quote(k)} THEN {_quote(str(v))}" for k, v in settings.items())
+        d.execute(f"CREATE OR REPLACE MACRO current_setting(x, m := false) AS CASE lower(x) {cases} END")
 
 
 def _quote(text: str) -> str:
