@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
@@ -219,6 +220,7 @@ class PullPlan:
     sql: str
     relations: tuple[tuple[str, str, pa.Schema], ...]  # (relation in sql, view name, the columns it reads)
     schema: pa.Schema  # the answer's columns
+    point: "PointRead | None" = None  # the same answer as a filter over one view's Arrow table, if it is one
 
     @property
     def views(self) -> tuple[str, ...]:
@@ -278,7 +280,69 @@ def compile_pull(stmt: QueryStatement, catalog: Catalog, views: list[Materialize
             return None
     schema = planned.schema.to_arrow()
     schema = pa.schema([f for f in schema if f.name != OP])
-    return PullPlan(_simplified(tree, relations).sql(dialect="duckdb"), tuple(relations), schema)
+    simple = _simplified(tree, relations)
+    return PullPlan(simple.sql(dialect="duckdb"), tuple(relations), schema, PointRead.of(simple, relations, schema))
+
+
+_COMPARE = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.GT: "greater", exp.GTE: "greater_equal", exp.LT: "less",
+            exp.LTE: "less_equal"}
+
+
+@dataclass(frozen=True)
+class PointRead:
+    """A pull query that only filters one view and picks columns (``SELECT a, b FROM v WHERE k = $1 AND
+    …``), answered by ``pyarrow.compute`` over the view's table: no SQL to bind, so a point lookup costs
+    a filter. Anything else, or a comparison Arrow cannot make, is DuckDB's (the caller falls back)."""
+
+    view: str
+    columns: tuple[str, ...]  # the view's columns the answer takes, in order
+    conditions: tuple[tuple[str, str, bool, object], ...]  # (column, compute function, is $n, the value or n)
+
+    @staticmethod
+    def of(tree: exp.Expression, relations, schema: pa.Schema) -> "PointRead | None":
+        if not isinstance(tree, exp.Select) or len(relations) != 1 or any(
+                tree.args.get(k) for k in ("with", "joins", "group", "having", "order", "limit", "offset",
+                                           "distinct", "qualify", "windows")):
+            return None
+        source = tree.args.get("from") or tree.args.get("from_")  # (the key's name in newer sqlglot)
+        if source is None or not isinstance(source.this, exp.Table) or source.this.name != relations[0][0]:
+            return None
+        columns = []
+        for item in tree.expressions:
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if not isinstance(inner, exp.Column):
+                return None
+            columns.append(inner.name)
+        if len(columns) != len(schema):
+            return None
+        where = tree.args.get("where")
+        conditions = []
+        for part in (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []:
+            function = _COMPARE.get(type(part))
+            if function is None or not isinstance(part.this, exp.Column):
+                return None
+            value = part.expression
+            if isinstance(value, exp.Placeholder) and str(value.this).isdigit():
+                conditions.append((part.this.name, function, True, int(value.this)))
+            elif isinstance(value, exp.Literal):
+                conditions.append((part.this.name, function, False, value.this if value.is_string else
+                                   (int(value.this) if value.this.lstrip("-").isdigit() else float(value.this))))
+            else:
+                return None
+        return PointRead(relations[0][1], tuple(columns), tuple(conditions))
+
+    def run(self, rows: Callable[[str], pa.Table], params: Sequence, schema: pa.Schema) -> pa.Table:
+        """The answer (raises pyarrow's errors for a comparison of types it cannot make)."""
+        table = rows(self.view)
+        mask = None
+        for column, function, is_parameter, value in self.conditions:
+            operand = params[value - 1] if is_parameter else value
+            test = getattr(pc, function)(table.column(column), pa.scalar(operand))
+            mask = test if mask is None else pc.and_kleene(mask, test)
+        if mask is not None:
+            table = table.filter(mask)
+        return pa.Table.from_arrays([table.column(c).cast(f.type) for c, f in zip(self.columns, schema)],
+                                    schema=schema)
 
 
 def _simplified(tree: exp.Expression, relations) -> exp.Expression:
