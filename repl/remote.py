@@ -21,8 +21,10 @@ keeps them per client) and are replayed on each live result's connection.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 
 import psycopg
@@ -236,6 +238,14 @@ class RemoteEngine:
                     return True
         return False
 
+    def _query_line(self, query_id: str) -> dict | None:
+        """A query's line of SHOW QUERIES (for a live result's status), or None if it is gone."""
+        try:
+            rows = self._run("SHOW QUERIES").table.to_pylist()
+        except DsmsError:
+            return None
+        return next((row for row in rows if row.get("id") == query_id), None)
+
     def run_text(self, text: str) -> Result:
         """A statement only the server knows (SUBSCRIBE aside), sent as typed."""
         result = self._run(text)
@@ -248,6 +258,7 @@ class RemoteEngine:
         name = f"live_{self._ids}"
         query = RemoteQuery(name, self.url, f"{text} EMIT CHANGES" if emit else text,
                             self.session_sets, on_failure=lambda q: self.scheduler.failures.append((q.name, q.job)))
+        query.lookup = self._query_line
         query.start()
         self.live[name] = query
         self.scheduler.jobs[name] = None
@@ -259,12 +270,13 @@ def _message(status: str, notices: tuple[str, ...]) -> str:
 
 
 class _RemoteJob:
-    """The job statistics a live result shows: rows received; the watermark and late events are the
-    server's (SHOW PROGRESS, /metrics)."""
+    """The job statistics a live result shows: rows received here; the watermark and late events of the
+    query on the server (its line of SHOW QUERIES, read at most once a second)."""
 
     def __init__(self, query: "RemoteQuery"):
         self.query = query
-        self.late: dict[str, int] = {}
+        self._line: dict = {}
+        self._read_at = 0.0
 
     @property
     def error(self) -> BaseException | None:
@@ -274,8 +286,25 @@ class _RemoteJob:
     def rows_in(self) -> int:
         return self.query.received
 
+    @property
+    def late(self) -> dict[str, int]:
+        return {"all": int(self._server_line().get("late") or 0)}
+
     def stats(self):
-        return _Stats(open_watermarks=(MIN_WATERMARK,), late={})
+        watermark = self._server_line().get("watermark") or ""
+        try:
+            at = dt.datetime.fromisoformat(watermark) - dt.datetime(1970, 1, 1)
+            marks = (at // dt.timedelta(microseconds=1),)
+        except ValueError:  # '-' before the first watermark, or not known
+            marks = (MIN_WATERMARK,)
+        return _Stats(open_watermarks=marks, late=self.late)
+
+    def _server_line(self) -> dict:
+        now = time.monotonic()
+        if self.query.server_id and self.query.lookup is not None and now - self._read_at >= 1.0:
+            self._read_at = now
+            self._line = self.query.lookup(self.query.server_id) or self._line
+        return self._line
 
 
 @dataclass
@@ -294,6 +323,8 @@ class RemoteQuery:
     def __init__(self, name: str, url: str, sql: str, session_sets: list[str], on_failure=None):
         self.name, self.url, self.sql, self.session_sets = name, url, sql, list(session_sets)
         self.on_failure = on_failure  # called (on the reading thread) when the server ends it with an error
+        self.lookup = None  # the query's line of SHOW QUERIES by its id on the server (set by the engine)
+        self.server_id: str | None = None  # from the server's notice when the query starts
         self.job = _RemoteJob(self)
         self.changelog = "append"
         self.received = 0
@@ -315,6 +346,7 @@ class RemoteQuery:
         (it answers at once), so the shell shows the error rather than a live result."""
         try:
             self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            self._conn.add_notice_handler(self._notice)
             for statement in self.session_sets:
                 self._conn.execute(statement)
         except psycopg.Error as e:
@@ -329,6 +361,11 @@ class RemoteQuery:
             self._thread.join(10)
             self._conn.close()
             raise self.error
+
+    def _notice(self, diag) -> None:
+        found = re.match(r"(\S+) runs this query", diag.message_primary or "")
+        if found:
+            self.server_id = found.group(1)
 
     def _describe(self) -> tuple[list[str], list[int]]:
         """The columns the query will send (Parse and Describe, nothing run); the server's refusal, raised."""

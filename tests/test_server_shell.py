@@ -43,6 +43,7 @@ def test_the_shell_connected_to_a_server(tmp_path):
                               "(8, '2024-05-01 09:01:59')")
             # (EMIT CHANGES: a window's row as it changes, so the open 09:01 window shows too)
             term.wait_for("2024-05-01 09:00:00.000 | 7  | 2\n2024-05-01 09:01:00.000 | 8  | 1")
+            term.wait_for("watermark 2024-05-01 09:01:58.000")  # the server's, for this query
             term.send("\x03")  # Ctrl-C: a cancel request; the last result stays
             term.wait_for("(2 rows)\nlive_1 stopped after 2 changes")
             # A pull query answers once; a server error comes back with its caret.

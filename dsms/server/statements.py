@@ -105,7 +105,8 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
         handle.keep_changes_only()
         schema = pa.schema([f for f in handle.schema if f.name != OP])  # the feed's own op column replaces it
         return Outcome("SELECT", feed=feed_factory(engine, handle.name, schema, handle.cancel, snapshot=False),
-                       notices=list(result.warnings))
+                       notices=list(result.warnings) + [f"{handle.name} runs this query until the client cancels "
+                                                        f"or leaves (SHOW PROGRESS {handle.name})"])
     result = engine.execute_in_session(stmt, settings, data_root)
     if result.kind == "query":  # a SELECT over streams: its answer over what they hold now
         handle = result.query
