@@ -17,6 +17,7 @@ they are changed by editing it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ _CREATE_OR_ALTER = re.compile(rf"^\s*({_NAME})\s*(?:\bWITH\b)?(.*?)\s*;?\s*$", r
 _DROP = re.compile(rf"^\s*(IF\s+EXISTS\s+)?((?:{_NAME})(?:\s*,\s*(?:{_NAME}))*)\s*;?\s*$", re.I | re.S)
 _OPTION = re.compile(r"\s*(?:(?:ENCRYPTED\s+)?PASSWORD\s+(?:'((?:[^']|'')*)'|(NULL))|(LOGIN|SUPERUSER|INHERIT))\s*",
                      re.I | re.S)
+log = logging.getLogger("dsms.server")
 UNDEFINED_OBJECT, NOT_IN_PREREQUISITE_STATE = "42704", "55000"
 
 
@@ -82,6 +84,7 @@ class Users:
                 self.created[name] = (Verifier.parse(password) if password.startswith("SCRAM-SHA-256$")
                                       else Verifier.from_password(password))
             self._save()
+            log.info("user %s %s", name, "created" if verb == "CREATE" else "given a new password")
             return Outcome(f"{verb} ROLE", notices=notices)
 
     def _password(self, options: str, verb: str) -> str | None:
@@ -126,7 +129,8 @@ class Users:
             raise WireError(NOT_IN_PREREQUISITE_STATE, "cannot drop the last user: the server would admit every "
                             "client without a password again; create another user first")
         for name in names:
-            self.created.pop(name, None)
+            if self.created.pop(name, None) is not None:
+                log.info("user %s dropped", name)
         self._save()
         return Outcome("DROP ROLE", notices=notices)
 
