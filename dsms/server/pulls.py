@@ -24,6 +24,7 @@ import math
 import re
 import threading
 import warnings
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -43,6 +44,7 @@ from .statements import Outcome
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 PULL_START = re.compile(r"^\s*(SELECT|WITH)\b", re.I)
 READER_THREADS = 2
+CACHED_PLANS = 1000
 # Parameter sentinels: values no client sends, so each is found again in the lowered SQL.
 _SENTINEL = 8_346_291_537_000
 
@@ -98,7 +100,7 @@ class PullReader:
     def __init__(self, host, metrics, threads: int = READER_THREADS):
         self.host = host
         self.served = metrics.pulls
-        self.cache: dict[tuple, CachedPull] = {}
+        self.cache: OrderedDict[tuple, CachedPull] = OrderedDict()  # least recently used first
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="dsms-pull")
         self.local = threading.local()
 
@@ -115,6 +117,8 @@ class PullReader:
         else:
             sentinels, args, key = [], [], (text, settings)
         entry = self.cache.get(key)
+        if entry is not None:
+            self.cache.move_to_end(key)
         if entry is None or not self._valid(entry):
             planned_text = bind_parameters(bound.text, sentinels) if sentinels else text
             entry = await self.host.call(lambda e: self._compile(e, planned_text, dict(session.settings), sentinels)
@@ -124,6 +128,8 @@ class PullReader:
                     self.served.labels("engine").inc()
                 return entry
             self.cache[key] = entry
+            if len(self.cache) > CACHED_PLANS:  # e.g. a dashboard's time range in every query's text
+                self.cache.popitem(last=False)
         if session.written > self.host.settled:  # read your writes
             await self.host.call(self.host.settle, reads_only=True)
         rows = {}
