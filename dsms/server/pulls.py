@@ -4,11 +4,12 @@ A pull query is planned once (on the engine thread) into a ``PullPlan``:
 DuckDB SQL over the views' rows (``dsms/pull.py``), cached by its text and
 the client's settings, and kept while the views it reads are the same
 catalog objects. A prepared statement's parameters become DuckDB
-parameters, so one plan serves every value. Each answer then runs on a
-reader thread, with a DuckDB connection of its own, over the rows the
-engine thread published for each view after its last step (``host.py``):
-a read never waits for the engine's step, and sees every view as it was
-between two steps.
+parameters, so one plan serves every value. Each answer then runs over
+the rows the engine thread published for each view after its last step
+(``host.py``): a query that only filters one view and picks columns as a
+``pyarrow.compute`` filter on the event loop, any other on a reader
+thread with a DuckDB connection of its own. A read never waits for the
+engine's step, and sees every view as it was between two steps.
 
 A client reads its own writes: if it wrote since the engine last had
 nothing left to process, its pull first waits for the engine to take in
@@ -95,7 +96,7 @@ def parameterize(bound: Bound) -> tuple[list[str], list, tuple[str, ...]] | None
 
 
 class PullReader:
-    """Plans pull queries once and answers them on reader threads."""
+    """Plans pull queries once and answers them off the engine thread (see the module docstring)."""
 
     def __init__(self, host, metrics, threads: int = READER_THREADS):
         self.host = host
