@@ -100,7 +100,7 @@ class PullReader:
 
     def __init__(self, host, metrics, threads: int = READER_THREADS):
         self.host = host
-        self.served = metrics.pulls
+        self.by_reader, self.by_engine = metrics.pulls.labels("reader"), metrics.pulls.labels("engine")
         self.cache: OrderedDict[tuple, CachedPull] = OrderedDict()  # least recently used first
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="dsms-pull")
         self.local = threading.local()
@@ -126,7 +126,7 @@ class PullReader:
                                          or otherwise(e), reads_only=True)
             if isinstance(entry, Outcome):
                 if entry.table is not None and entry.tag.startswith("SELECT"):
-                    self.served.labels("engine").inc()
+                    self.by_engine.inc()
                 return entry
             self.cache[key] = entry
             if len(self.cache) > CACHED_PLANS:  # e.g. a dashboard's time range in every query's text
@@ -150,12 +150,12 @@ class PullReader:
                 table = await asyncio.get_running_loop().run_in_executor(self.pool, self._run, entry.plan, rows, args)
             except (duckdb.Error, pa.ArrowException):  # e.g. ORDER BY a name the answer lacks: the engine says it
                 return await self._on_engine(otherwise)
-        self.served.labels("reader").inc()
+        self.by_reader.inc()
         return Outcome(f"SELECT {table.num_rows}", table)
 
     async def _on_engine(self, otherwise: Callable) -> Outcome:
         outcome = await self.host.call(otherwise, reads_only=True)
-        self.served.labels("engine").inc()
+        self.by_engine.inc()
         return outcome
 
     def _valid(self, entry: CachedPull) -> bool:
