@@ -65,6 +65,8 @@ def test_created_users_log_in_with_scram_and_survive_a_kill_9(tmp_path):
         assert _refused(server, "mallory", "it's s3cret")
         with _connect(server, "alice", "it's s3cret") as c:
             assert c.execute("SELECT current_user").fetchall() == [("alice",)]
+            roles = c.execute("SELECT rolname, rolcanlogin FROM pg_catalog.pg_roles ORDER BY 1").fetchall()
+            assert roles == [("alice", True), ("bob", True), ("dsms", True)]  # what psql's \du lists
         assert _psql(server, "bob", "b0b").stdout.strip() == "bob"
         refused = _psql(server, "bob", "nope")
         assert refused.returncode == 2 and "password authentication failed" in refused.stderr

@@ -188,6 +188,7 @@ class PgCatalog:
         self.duck.execute("CREATE SCHEMA public")
         self._fingerprint = None
         self._session = None
+        self._roles: tuple[str, ...] | None = None
         self._fill_static()
 
     def _fill_static(self) -> None:
@@ -195,7 +196,6 @@ class PgCatalog:
         d.execute("INSERT INTO pg_namespace VALUES (11, 'pg_catalog', 10, NULL), (2200, 'public', 10, NULL), "
                   "(13000, 'information_schema', 10, NULL)")
         d.execute("INSERT INTO pg_am VALUES (2, 'heap', 't')")
-        d.execute("INSERT INTO pg_roles VALUES (10, 'dsms', true, true, true, true, true, false, -1, NULL, true, NULL)")
         rows = [(oid, name.split(" ")[0] if " " not in name else name, NAMESPACE_PG, 10, TYPE_SIZES.get(oid, -1))
                 for oid, name in TYPE_NAMES.items()]
         short = {16: "bool", 17: "bytea", 20: "int8", 21: "int2", 23: "int4", 25: "text", 114: "json", 700: "float4",
@@ -256,6 +256,16 @@ class PgCatalog:
                   "JOIN _definitions x ON x.oid = c.oid WHERE c.relkind = 'm'")
         self._fingerprint = fingerprint
 
+    def refresh_roles(self, roles: tuple[str, ...]) -> None:
+        """pg_roles: the bootstrap role ``dsms`` and the server's users (``--users``, CREATE USER)."""
+        if roles == self._roles:
+            return
+        names = ["dsms"] + [r for r in roles if r != "dsms"]
+        self.duck.execute("DELETE FROM pg_roles")
+        self.duck.executemany("INSERT INTO pg_roles VALUES (?, ?, true, true, true, true, true, false, -1, NULL, "
+                              "true, NULL)", [(10 if i == 0 else ROLE_OID + i, name) for i, name in enumerate(names)])
+        self._roles = roles
+
     def run(self, sql: str, params: dict, user: str, database: str) -> pa.Table:
         session = (user, database, tuple(sorted(params.items())))
         if session != self._session:  # the client's own values, set once per change of client
@@ -293,12 +303,14 @@ def _quote(text: str) -> str:
 
 
 _CATALOGS: dict[int, PgCatalog] = {}
+ROLE_OID = 20000  # the users' role oids start after it
 
 
-def answer_catalog(engine, sql: str, params: dict, user: str, database: str) -> pa.Table:
+def answer_catalog(engine, sql: str, params: dict, user: str, database: str, roles: tuple[str, ...] = ()) -> pa.Table:
     """Run a catalog query for a client (engine thread: it reads the dsms catalog)."""
     pg = _CATALOGS.get(id(engine))
     if pg is None:
         pg = _CATALOGS[id(engine)] = PgCatalog()
     pg.refresh(engine.catalog, database)
+    pg.refresh_roles(roles)
     return pg.run(sql, params, user, database)

@@ -239,8 +239,9 @@ class Session:
         if USER_DDL.match(body) and not dry:
             return await asyncio.to_thread(self.server.users.run, body)
         if is_catalog_query(body):
-            table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user, self.database),
-                                         reads_only=True)
+            roles = tuple(self.server.users.names())
+            table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user, self.database,
+                                                                  roles), reads_only=True)
             return Outcome(f"SELECT {table.num_rows}", table)
         if dry:
             return await self.host.call(lambda e: dry_run(e, body, self.settings), reads_only=True)
