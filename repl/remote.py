@@ -168,7 +168,7 @@ class RemoteEngine:
             self.scheduler.jobs.pop(stmt.name.value, None)
             return Result("message", message=f"Dropped query {stmt.name.value}")
         if isinstance(stmt, QueryStatement) and self._continuous(stmt):
-            return self.start_live(text, emit=" EMIT " not in text.upper())
+            return self.start_live(text, emit=stmt.query.tree.args.get("emit") is None)
         result = self._run(text)
         if isinstance(stmt, (SetOption, ResetOption)) and result.table is None:
             self.session_sets.append(text)
@@ -191,8 +191,7 @@ class RemoteEngine:
                 cur.execute(text)
                 warnings = tuple(self.notices)
                 if cur.description is None:
-                    return Result("message", message=_message(cur.statusmessage or "OK", warnings),
-                                  warnings=warnings[:0])
+                    return Result("message", message=_message(cur.statusmessage or "OK", warnings))
                 columns = [d.name for d in cur.description]
                 table = _arrow(columns, [d.type_code for d in cur.description], cur.fetchall())
         except psycopg.OperationalError as e:
