@@ -244,7 +244,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         needed = self.required.get(id(node), set(node.schema.names))
         picks = S.column_picks(chain) if chain else tuple((n, n) for n in node.input.schema.names)
-        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed, picks)
+        fields = session_fields(len(self.ops), node, S.chain_sql(chain), needed, picks)
         schema = None
         if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
             kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)

@@ -16,11 +16,11 @@ from .logical_over import OverAggregate
 from .logical_rank import TopN, window_end_column
 from .physical import BATCH, OP, PartialAgg
 from .sqlgen_emit import emit_sql
-from .sqlgen_group import q, sql_type
 from .sqlgen_over import over_sql
 from .sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from .sqlgen_ttl import partition_touch, partition_ttl
+from .sqltree import cols, q, select_from, sql_type, sub
 from .types import Schema
 
 
@@ -30,12 +30,12 @@ def output_schema(node: L.Node) -> pa.Schema:
     return schema.append(pa.field(OP, pa.int8())) if node.changelog == L.UPDATING else schema
 
 
-def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql: str, needed: set[str],
+def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner: exp.Expression, needed: set[str],
                    picks: tuple[tuple[str, str], ...] | None = None) -> dict:
-    """The fields of a SessionOp computing ``node`` from rows given by ``inner_sql``.
+    """The fields of a SessionOp computing ``node`` from rows given by the query ``inner``.
 
     ``needed``: the columns of the node's output read above it; ``picks``:
-    (row column, batch column) pairs when ``inner_sql`` only picks and
+    (row column, batch column) pairs when ``inner`` only picks and
     renames the batch's columns.
     """
     w = node.window
@@ -46,7 +46,7 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         emit = L.EmitPolicy()
         keep = needed | {w.time_col, *partition}
         schema = Schema(tuple(f for f in schema if f.name in keep))
-        inner_sql = f"SELECT {', '.join(q(f.name) for f in schema)} FROM ({inner_sql}) AS r"
+        inner = select_from(sub(inner, "r"), None, *cols(f.name for f in schema))
     else:
         distinct = [a.arg for a in node.aggs if a.distinct and a.arg not in node.keys]
         group = tuple(dict.fromkeys([k for k in node.keys if k not in partition] + distinct))
@@ -56,7 +56,7 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
     direct = direct_rows(picks, w.time_col, partials, state_schema, schema)
-    sql = session_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema, direct)
+    sql = session_sql(inner, w.time_col, w.gap, partition, group, partials, state_schema, direct)
     merges = tuple((p.name, p.merge) for p in partials or ())
     fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, sql=sql, merges=merges,
                   state_schema=state_schema, emit=emit)
