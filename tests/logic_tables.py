@@ -26,6 +26,7 @@ import pyarrow as pa
 from dsms.planner import declare, plan_query
 from dsms.planner.vocabulary import OP, ChangeOp
 from dsms.runtime.duck import Duck
+from dsms.runtime.job import _LOGICS
 from dsms.runtime.operators.base import Env, Logic
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -147,14 +148,14 @@ class OperatorDriver:
     Args:
         ddl: statements declaring the streams and tables the query reads.
         sql: the query.
-        spec_type: the kind of operator spec to take from its physical plan (exactly one must be there).
-        logic_type: the ``*Logic`` class that runs it.
+        logic_type: the ``*Logic`` class to drive; the query's physical plan must have exactly one
+            operator that the runtime runs with it.
     """
 
-    def __init__(self, ddl: str, sql: str, spec_type: type, logic_type: type[Logic]):
+    def __init__(self, ddl: str, sql: str, logic_type: type[Logic]):
         plan = plan_query(sql, declare(ddl)).physical
-        found = [op for op in plan.ops if type(op) is spec_type]
-        assert len(found) == 1, f"expected one {spec_type.__name__} in the plan, found {len(found)}"
+        found = [op for op in plan.ops if _LOGICS.get(type(op)) is logic_type]
+        assert len(found) == 1, f"expected one operator run by {logic_type.__name__} in the plan, found {len(found)}"
         self.spec = found[0]
         self.input_schemas = [plan.op(i).schema for i in self.spec.inputs]
         self.env = Env(Duck())

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from logic_tables import OperatorDriver, assert_rows, parse, text_rows, us
 
-from dsms.planner.physical import GroupAggOp, WindowAggOp
-from dsms.planner.physical_joins import RegularJoinOp
-from dsms.planner.physical_stream import SessionOp, TopNOp
 from dsms.runtime.operators.group_agg import GroupAggLogic
 from dsms.runtime.operators.regular_join import RegularJoinLogic
 from dsms.runtime.operators.session import SessionLogic
@@ -58,8 +55,7 @@ def test_text_tables_parse_ops_types_and_nulls():
 def test_tumble_fires_at_window_time_and_drops_rows_of_fired_windows():
     # TUMBLE 10 s:   [0, 10)             [10, 20)
     #                a@1 a@3 b@5         a@12          then a@7 (late: [0, 10) fired), b@15
-    d = OperatorDriver(DDL, window_query("TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)"),
-                       WindowAggOp, WindowAggLogic)
+    d = OperatorDriver(DDL, window_query("TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)"), WindowAggLogic)
     assert_rows(d.batch("""
         k | v | ts
         a | 1 | 00:00:01
@@ -94,8 +90,7 @@ def test_hop_late_row_counts_only_in_its_windows_still_open():
     #   a@17   windows [10, 20) [15, 25)
     # watermark 14.999 fires [0, 10) and [5, 15). Then a@13 counts in [10, 20) only,
     # and a@4 (windows [-5, 5) and [0, 10), both fired) is dropped.
-    d = OperatorDriver(DDL, window_query("HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"),
-                       WindowAggOp, WindowAggLogic)
+    d = OperatorDriver(DDL, window_query("HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"), WindowAggLogic)
     d.batch("""
         k | v | ts
         a | 1 | 00:00:06
@@ -123,7 +118,7 @@ def test_hop_late_row_counts_only_in_its_windows_still_open():
 def test_cumulate_emits_each_step_of_a_window():
     # CUMULATE step 5 s, max 10 s: windows [0, 5) and [0, 10);  a@1, a@7, b@8
     d = OperatorDriver(DDL, window_query("CUMULATE(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, "
-                                         "INTERVAL '10' SECOND)"), WindowAggOp, WindowAggLogic)
+                                         "INTERVAL '10' SECOND)"), WindowAggLogic)
     d.batch("""
         k | v | ts
         a | 1 | 00:00:01
@@ -148,7 +143,7 @@ def test_session_merges_an_out_of_order_row_into_open_sessions():
     #   a: 1 3 -> [1, 8)   10 -> [10, 15)        b: 2 -> [2, 7)
     # watermark 8 closes b (7 < 8) but not a's [1, 8) (touching sessions still merge at 8).
     # Then a@6, behind the watermark, is [6, 11): it bridges [1, 8) and [10, 15) -> [1, 15).
-    d = OperatorDriver(DDL, window_query(SESSION), SessionOp, SessionLogic)
+    d = OperatorDriver(DDL, window_query(SESSION), SessionLogic)
     assert_rows(d.batch("""
         k | v  | ts
         a | 1  | 00:00:01
@@ -175,7 +170,7 @@ def test_session_merges_an_out_of_order_row_into_open_sessions():
 def test_session_with_allowed_lateness_corrects_an_emitted_session():
     # a@1, a@2 -> [1, 7), emitted at watermark 8; a@1.5 is late but within the lateness:
     # its interval [1.5, 6.5) lies inside [1, 7), so the session keeps its bounds and gains a row.
-    d = OperatorDriver(DDL, window_query(SESSION, "ALLOWED LATENESS INTERVAL '1' MINUTE"), SessionOp, SessionLogic)
+    d = OperatorDriver(DDL, window_query(SESSION, "ALLOWED LATENESS INTERVAL '1' MINUTE"), SessionLogic)
     d.batch("""
         k | v | ts
         a | 1 | 00:00:01
@@ -200,7 +195,7 @@ def test_session_with_allowed_lateness_corrects_an_emitted_session():
 
 def test_group_aggregate_updates_retracts_and_deletes():
     d = OperatorDriver(DDL, "SELECT k, COUNT(*) AS n, SUM(v) AS total, MAX(v) AS hi FROM t1 GROUP BY k",
-                       GroupAggOp, GroupAggLogic)
+                       GroupAggLogic)
     assert_rows(d.batch("""
         op | id | k | v
         +I | 1  | a | 10
@@ -242,7 +237,7 @@ def test_group_aggregate_updates_retracts_and_deletes():
 
 
 def test_group_aggregate_emits_retractions_before_additions():
-    d = OperatorDriver(DDL, "SELECT k, COUNT(*) AS n FROM t1 GROUP BY k", GroupAggOp, GroupAggLogic)
+    d = OperatorDriver(DDL, "SELECT k, COUNT(*) AS n FROM t1 GROUP BY k", GroupAggLogic)
     d.batch("""
         op | id | k
         +I | 1  | a
@@ -270,7 +265,7 @@ def test_group_aggregate_emits_retractions_before_additions():
 
 def test_inner_join_follows_both_sides_changes():
     d = OperatorDriver(DDL, "SELECT t1.id, t1.k, t1.v, t2.id AS id2, t2.w FROM t1 JOIN t2 ON t1.k = t2.k",
-                       RegularJoinOp, RegularJoinLogic)
+                       RegularJoinLogic)
     assert_rows(d.batch("""
         op | id | k    | v
         +I | 1  | a    | 10
@@ -307,7 +302,7 @@ def test_inner_join_follows_both_sides_changes():
 
 def test_left_join_pads_and_unpads():
     d = OperatorDriver(DDL, "SELECT t1.id, t1.k, t1.v, t2.id AS id2, t2.w FROM t1 LEFT JOIN t2 ON t1.k = t2.k",
-                       RegularJoinOp, RegularJoinLogic)
+                       RegularJoinLogic)
     assert_rows(d.batch("""
         op | id | k | v
         +I | 1  | a | 10
@@ -338,7 +333,7 @@ def test_left_join_pads_and_unpads():
 
 def test_global_top_n_replaces_a_displaced_row():
     d = OperatorDriver(DDL, """SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC)
-                               AS rn FROM s) WHERE rn <= 2""", TopNOp, TopNLogic)
+                               AS rn FROM s) WHERE rn <= 2""", TopNLogic)
     assert_rows(d.batch("""
         k | v | ts
         a | 5 | 00:00:01
@@ -366,7 +361,7 @@ def test_global_top_n_replaces_a_displaced_row():
 
 def test_top_1_over_a_table_follows_its_deletes():
     d = OperatorDriver(DDL, """SELECT id, k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC)
-                               AS rn FROM t1) WHERE rn <= 1""", TopNOp, TopNLogic)
+                               AS rn FROM t1) WHERE rn <= 1""", TopNLogic)
     assert_rows(d.batch("""
         op | id | k | v
         +I | 1  | a | 10
@@ -390,7 +385,7 @@ def test_window_top_n_drops_rows_of_an_emitted_window():
     d = OperatorDriver(DDL, """SELECT window_start, window_end, k, v FROM (SELECT *, ROW_NUMBER() OVER (
                                PARTITION BY window_start, window_end ORDER BY v DESC) AS rn
                                FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND))) WHERE rn <= 2""",
-                       TopNOp, TopNLogic)
+                       TopNLogic)
     d.batch("""
         k | v | ts
         a | 5 | 00:00:01
