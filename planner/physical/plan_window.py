@@ -19,7 +19,7 @@ from ..lower.sqlgen_over import over_sql
 from ..lower.sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from ..lower.sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from ..lower.sqlgen_ttl import partition_touch, partition_ttl
-from ..lower.sqltree import cols, q, select_from, sql_type, sub
+from ..lower.sqltree import cols, q, render, select_from, sql_type, sub
 from ..types import Schema
 from .specs import BATCH, OP, PartialAgg
 
@@ -87,8 +87,9 @@ def over_fields(node: OverAggregate, needed: set[str]) -> dict:
                 retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema)
 
 
-def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None) -> dict:
-    """The fields of a TopNOp computing ``node``, keeping the input columns read above it."""
+def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression | None) -> dict:
+    """The fields of a TopNOp computing ``node`` (over the rows of the query ``inner``, if not the batch's),
+    keeping the input columns read above it."""
     keep = needed | set(node.partition_by) | {c for c, _ in node.order_by}
     if node.kind == "global":
         keep |= set(node.input.schema.names)  # rows are compared whole
@@ -97,14 +98,14 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None)
     in_schema = pa.schema([pa.field(c, node.input.schema.find(c).type) for c in columns])
     out = in_schema.append(pa.field(rank, pa.int64(), False)) if rank else in_schema
     fields = dict(kind=node.kind, columns=tuple(columns), partition=node.partition_by, order=node.order_by,
-                  limit=node.limit, rank=rank, input_sql=input_sql)
+                  limit=node.limit, rank=rank, input_sql=render(inner) if inner is not None else None)
     if node.kind == "window":
         end = window_end_column(node.input, node.partition_by)
         fields["sql"] = window_topn_sql(columns, node.partition_by, node.order_by, node.limit, end)
         fields["window_end"] = end
     elif node.kind == "global":
         fields["sql"] = global_topn_sql(op_id, in_schema, node.partition_by, node.order_by, node.limit,
-                                        node.input.changelog == L.UPDATING, input_sql)
+                                        node.input.changelog == L.UPDATING, inner)
         if rank:
             fields["emit_sql"] = emit_sql(op_id, out, (*node.partition_by, rank), node.partition_by)
     else:
