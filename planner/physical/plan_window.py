@@ -19,7 +19,7 @@ from ..lower.sqlgen_over import over_sql
 from ..lower.sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from ..lower.sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from ..lower.sqlgen_ttl import partition_touch, partition_ttl
-from ..lower.sqltree import cols, q, render, select_from, sql_type, sub
+from ..lower.sqltree import cols, render, select_from, sub
 from ..types import Schema
 from .specs import BATCH, OP, PartialAgg
 
@@ -121,7 +121,7 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression 
 def _topn_ttl(op_id: int, node: TopN, in_schema: pa.Schema, fields: dict) -> dict:
     """SET 'state.ttl' for global Top-N and deduplication: partitions not touched for that long are dropped
     (planner/lower/sqlgen_ttl.py); keep-first deduplication's emitted keys are Arrow state the runtime filters."""
-    key_ddl = [(q(p), sql_type(in_schema.field(p).type)) for p in node.partition_by]
+    key_ddl = [(p, in_schema.field(p).type) for p in node.partition_by]
     tables = [fields["emit_sql"].table] if fields.get("emit_sql") and node.kind != "first" else []
     if node.kind == "global":
         tables += list(fields["sql"].tables)
