@@ -28,7 +28,7 @@ from .base import (
     micros,
     timestamp,
 )
-from .kinds import CUMULATE, HOP, SESSION, TUMBLE
+from .kinds import BUILTIN, CUMULATE, HOP, SESSION, TUMBLE
 
 WINDOW_KINDS: dict[str, WindowKind] = {}
 
@@ -45,7 +45,7 @@ def window_kind(name: str) -> WindowKind:
     return WINDOW_KINDS[name.upper()]
 
 
-for _kind in (TUMBLE, HOP, SESSION, CUMULATE):
+for _kind in BUILTIN:
     register_window_kind(_kind)
 
 __all__ = ["CUMULATE", "EACH", "HOP", "SESSION", "TUMBLE", "WINDOW_KINDS", "Assignment", "MergingWindowKind",

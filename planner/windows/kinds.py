@@ -145,3 +145,4 @@ class Session(MergingWindowKind):
 
 
 TUMBLE, HOP, CUMULATE, SESSION = Tumble(), Hop(), Cumulate(), Session()
+BUILTIN = (TUMBLE, HOP, SESSION, CUMULATE)  # registered by planner/windows/__init__.py
