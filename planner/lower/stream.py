@@ -151,20 +151,7 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
         raise _refuse(f"run {n.label()} without an aggregate", stream,
                       "Spark assigns sessions only when it aggregates them (session_window)")
     if isinstance(n, L.WindowAggregate):
-        w = n.window
-        if any(a.distinct for a in n.aggs):
-            raise _refuse(f"run {n.label()}", stream, "Structured Streaming has no distinct aggregates")
-        if not from_source_time(n.input, w.time_col):
-            raise _refuse(f"run {n.label()}", stream,
-                          f"its time column '{w.time_col}' is not a source's watermarked column, and Spark "
-                          "carries a watermark only on those (a window over a window's results needs Spark's "
-                          "own window_time)")
-        if w.type.stream_window(w, c(w.time_col)) is None:
-            raise _refuse(f"run {n.label()}", stream, f"Spark has no streaming window for {w.kind} windows")
-        if w.partition_by and not set(w.partition_by) <= set(n.keys):
-            raise _refuse(f"run {n.label()}", stream,
-                          "Spark keeps sessions per grouping key, so the session's PARTITION BY columns must be "
-                          "grouped by")
+        _check_window_aggregate(n, stream)
     if isinstance(n, L.Union) and any(id(i) not in streams for i in n.inputs):
         raise _refuse(f"run {n.label()} of a stream and bounded input", stream,
                       "Structured Streaming cannot union a stream with a bounded relation")
@@ -174,6 +161,23 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
         raise _refuse(f"run {n.label()}", stream,
                       "its result is updating (rows are retracted and replaced), and Structured Streaming's "
                       "append mode writes each row once")
+
+
+def _check_window_aggregate(n: L.WindowAggregate, stream: str) -> None:
+    w = n.window
+    if any(a.distinct for a in n.aggs):
+        raise _refuse(f"run {n.label()}", stream, "Structured Streaming has no distinct aggregates")
+    if not from_source_time(n.input, w.time_col):
+        raise _refuse(f"run {n.label()}", stream,
+                      f"its time column '{w.time_col}' is not a source's watermarked column, and Spark "
+                      "carries a watermark only on those (a window over a window's results needs Spark's "
+                      "own window_time)")
+    if w.type.stream_window(w, c(w.time_col)) is None:
+        raise _refuse(f"run {n.label()}", stream, f"Spark has no streaming window for {w.kind} windows")
+    if w.partition_by and not set(w.partition_by) <= set(n.keys):
+        raise _refuse(f"run {n.label()}", stream,
+                      "Spark keeps sessions per grouping key, so the session's PARTITION BY columns must be "
+                      "grouped by")
 
 
 def _check_join(n: Join, stream: str, streams: dict[int, str]) -> None:
