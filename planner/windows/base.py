@@ -73,6 +73,8 @@ def timestamp(us: exp.Expression) -> exp.Expression:
 def floor_to(us: exp.Expression, width: int | exp.Expression, offset: int = 0) -> exp.Expression:
     """``us`` rounded down to a multiple of ``width`` (shifted by ``offset``), exactly."""
     w = lit(width) if isinstance(width, int) else width
+    if not isinstance(us, (exp.Func, exp.Column, exp.Paren, exp.Literal)):
+        us = exp.Paren(this=us)  # (t - size) % width, not t - size % width
     shifted = exp.Paren(this=exp.Sub(this=us.copy(), expression=lit(offset))) if offset else us.copy()
     mod = exp.Mod(this=exp.Paren(this=exp.Add(this=exp.Paren(this=exp.Mod(this=shifted, expression=w.copy())),
                                               expression=w.copy())), expression=w.copy())

@@ -92,7 +92,11 @@ class Hop(SlicedWindowKind):
 
     def assign(self, w: WindowSpec, t: exp.Expression) -> Assignment:
         last = floor_to(t, w.slide, w.offset)
-        starts = exp.GenerateSeries(start=minus(last, w.size - w.slide), end=last, step=lit(w.slide))
+        if w.size % w.slide == 0:
+            first = minus(last, w.size - w.slide)
+        else:  # the first window that still holds t starts after t - size
+            first = plus(floor_to(minus(t, w.size), w.slide, w.offset), w.slide)
+        starts = exp.GenerateSeries(start=first, end=last, step=lit(w.slide))
         return Assignment(each(), plus(each(), w.size), starts)
 
     def stream_window(self, w: WindowSpec, t: exp.Expression) -> StreamWindow:
