@@ -19,6 +19,7 @@ import json
 
 import pyarrow as pa
 import pytest
+from logic_tables import OperatorDriver, assert_rows
 from spans import assert_error_at
 from sqlglot import exp
 
@@ -33,6 +34,7 @@ from dsms.planner.windows import (
     window_kind,
 )
 from dsms.planner.windows.base import each, lit, plus
+from dsms.runtime.operators.window_agg import WindowAggLogic
 
 from oracle import duck, events, rows
 
@@ -157,3 +159,37 @@ def test_the_assignment_builder_gives_each_row_the_windows_of_its_panes(kind, va
     want = sorted(({"t": t, "ws": s, "we": e} for t in times for s, e in w.windows_of_pane(w.pane_start(t))
                    if s <= t < e), key=lambda r: (r["t"], r["ws"], r["we"]))
     assert got == want and len(want) >= len(times)
+
+
+def test_an_added_window_kind_judges_late_rows_per_window_on_the_runtime():
+    # TWIN size 10 s:  a@3 -> [0, 10) and [0, 20);  a@12 -> [10, 20) and [0, 20)
+    # watermark 9.999 fires [0, 10). Then a@5 is late for [0, 10) but counts in [0, 20), still open;
+    # after watermark 20 a@1 is late for both and dropped.
+    d = OperatorDriver("CREATE STREAM s (k VARCHAR, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
+                       "WITH (connector = 'memory')",
+                       "SELECT window_start, window_end, k, COUNT(*) AS n FROM TABLE(TWIN(TABLE s, DESCRIPTOR(ts), "
+                       "INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k", WindowAggLogic)
+    d.batch("""
+        k | ts
+        a | 00:00:03
+        a | 00:00:12
+    """)
+    assert_rows(d.watermark("00:00:09.999"), """
+        window_start | window_end | k | agg0
+        00:00:00     | 00:00:10   | a | 1
+    """)
+    d.batch("""
+        k | ts
+        a | 00:00:05
+    """)
+    assert d.logic.late_dropped == 0
+    assert_rows(d.watermark("00:00:20"), """
+        window_start | window_end | k | agg0
+        00:00:00     | 00:00:20   | a | 3
+        00:00:10     | 00:00:20   | a | 1
+    """)
+    d.batch("""
+        k | ts
+        a | 00:00:01
+    """)
+    assert d.logic.late_dropped == 1
