@@ -16,7 +16,8 @@ dead letters are the runtime's; ``__mx`` is the running maximum within
 each file and the lowered SQL adds the earlier files' maxima. That SQL
 reads the relation twice (the per-file maxima, then the rows), so the
 relation is cached for the run instead of read twice. On a cluster the
-workers need dsms installed and the files at the same paths.
+driver ships dsms to the executors (``spark_ship.py``); the workers need
+its dependencies and the files at the same paths.
 
 Results are collected as Arrow and handed to the output on the driver,
 which writes the sink file (a sink is one file, as on every route).
@@ -47,6 +48,7 @@ from .batch_read import (
 )
 from .connectors.dir_sink import DirectorySink, write_part
 from .duck import conform
+from .spark_ship import ship_to_executors
 
 _SPARK_TYPES = {pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT",
                 pa.int64(): "BIGINT", pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "STRING",
@@ -70,7 +72,10 @@ def spark_schema(schema: pa.Schema) -> str:
 def spark_session(settings: dict):
     """The process's SparkSession, created on first use from the ``spark.*`` settings."""
     global _session
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run dsms's readers
+    # The workers' Python (they run dsms's readers): SET 'spark.pyspark.python', PYSPARK_PYTHON, else the driver's.
+    if settings.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     if _session is None or _session._jsc is None:
@@ -83,6 +88,8 @@ def spark_session(settings: dict):
             if key.startswith("spark.") and key != "spark.master":
                 builder = builder.config(key, value)
         _session = builder.getOrCreate()
+        if not master.startswith("local"):  # a cluster's workers get the driver's dsms from the session
+            ship_to_executors(_session.sparkContext)
         if "spark.log.level" not in settings:
             _session.sparkContext.setLogLevel("ERROR")
     for key, value in settings.items():  # SQL settings also apply to a session that already runs
