@@ -166,9 +166,12 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if not src.descriptor.batch_readable:
-                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
+            if not src.descriptor.batch_reads(src.options):
+                # The batch routes read files, and the sources whose descriptor says when (a bounded Kafka read).
+                note = src.descriptor.batch_note
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
+                              f"the batch routes read it only {note}, a bounded read" if note else
+                              "the batch routes read files only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")

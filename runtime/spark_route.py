@@ -46,6 +46,7 @@ from .batch_read import (
     read_files,
     source_error_in,
 )
+from .batch_source import read_source_scan
 from .connectors.dir_sink import DirectorySink, write_part
 from .duck import conform
 from .spark_ship import ship_to_executors
@@ -153,6 +154,12 @@ class BoundedScans:
 
     def add(self, spec, stats: ScanStats, cache: bool = False):
         spark = self.spark
+        if spec.source.descriptor.batch_reader == "source":  # a bounded Kafka read: read whole on the driver
+            stats.late = None
+            table = pa.Table.from_batches(list(read_source_scan(spec, self.batch_rows, stats)), spec.relation_schema)
+            frame = spark.createDataFrame(_zoned(table), spark_schema(spec.relation_schema)).persist()
+            self.cached.append(frame)
+            return frame
         plan = ReadPlan.of(spec, self.batch_rows)
         stats.late = None  # judged inside the statement, not counted
         files = plan.files()
@@ -235,6 +242,12 @@ def _write_task(spec, batch: int, out_schema: pa.Schema, batches):
                       (piece for pieces in rows for piece in pieces))
     if done is not None:
         yield pa.RecordBatch.from_pydict({"hidden": [done[0]], "final": [done[1]], "rows": [done[2]]})
+
+
+def _zoned(table: pa.Table) -> pa.Table:
+    """dsms's naive timestamps as UTC instants, which Spark's TIMESTAMP takes as they are (its zone is UTC)."""
+    columns = [c.cast(pa.timestamp("us", tz="UTC")) if pa.types.is_timestamp(c.type) else c for c in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def _naive(table: pa.Table) -> pa.Table:

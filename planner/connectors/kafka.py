@@ -93,6 +93,9 @@ DESCRIPTOR = ConnectorDescriptor(
         Option("scan.bounded.specific-offsets", help=f"for 'specific-offsets': {OFFSETS_EXAMPLE}", scope="source"),
     ),
     bounded=lambda options: "scan.bounded.mode" in options, bounded_note="with scan.bounded.mode",
+    # A bounded read is read whole by the batch routes, through this connector's own reader.
+    batch_readable=lambda options: "scan.bounded.mode" in options, batch_reader="source",
+    batch_note="with scan.bounded.mode", partitioned=True,
     accepts_changes=False,
     check=check_kafka,
     metadata=METADATA,
