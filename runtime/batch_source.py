@@ -5,7 +5,7 @@ through the connector's ``open_source`` (``runtime/connectors/factory.py``),
 the reader the runtime uses, from its start to its end (the reader returns
 None: ``scan.bounded.mode`` fixed where each partition stops when it
 opened). The rows get the columns the lowered SQL judges late events with
-(``planner/lower_scan.py``): ``__file`` is 0 (one stream), ``__row`` the
+(``planner/lower/scan.py``): ``__file`` is 0 (one stream), ``__row`` the
 row's place in the order read, and ``__mx`` the largest event time that
 the runtime would hold against the row.
 
@@ -34,7 +34,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..planner.lower_scan import ScanSpec
+from ..planner.lower.scan import ScanSpec
 from .batch_read import ScanStats
 from .clock import SystemClock
 from .connectors.base import SourceContext
