@@ -123,8 +123,7 @@ def test_the_stream_reconnects_after_its_backend_is_terminated_without_losing_or
             for i in range(base, base + 10):
                 conn.execute(f"INSERT INTO {table} VALUES ({i}, 'b', {i})")
         execute(postgres, f"UPDATE {table} SET amount = -amount WHERE id = {round_ + 1}")
-        expected = 20 + 11 * (round_ + 1)
-        assert wait_for(lambda: count() >= expected, timeout=40)  # noqa: B023 - used within the round
+        assert wait_for(lambda n=20 + 11 * (round_ + 1): count() >= n, timeout=40)
         wait_for(lambda: count() and False, timeout=5.5)  # nothing more comes; and the next kill is > 5 s later
     r.close()
     changes = pa.concat_tables(seen)
