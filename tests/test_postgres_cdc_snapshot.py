@@ -132,3 +132,28 @@ def test_the_stream_reconnects_after_its_backend_is_terminated_without_losing_or
                   + [(i, INSERT) for i in range(200, 210)] + [(1, UPDATE_AFTER), (2, UPDATE_AFTER)])
     assert got == want
     assert apply({}, changes) == table_now(postgres, table)
+
+
+def test_the_stream_reconnects_after_the_server_restarts(postgres):
+    table, slot = unique("events"), unique("slot")
+    execute(postgres, f"CREATE TABLE {table} (id int PRIMARY KEY, cust text, amount bigint)")
+    r = reader(postgres, table, slot, batch_rows=1000)
+    assert r.read().num_rows == 0
+    seen: list[pa.Table] = []
+
+    def count() -> int:
+        seen.append(r.read())
+        return sum(t.num_rows for t in seen)
+
+    execute(postgres, *[f"INSERT INTO {table} VALUES ({i}, 'a', {i})" for i in range(1, 11)])
+    assert wait_for(lambda: count() >= 10, timeout=10)
+    postgres.restart(down_seconds=2)  # the reader finds the server gone, then back
+    execute(postgres, *[f"INSERT INTO {table} VALUES ({i}, 'b', {i})" for i in range(11, 21)],
+            f"DELETE FROM {table} WHERE id = 3")
+    assert wait_for(lambda: count() >= 21, timeout=60)
+    wait_for(lambda: count() and False, timeout=1.5)  # and nothing more
+    r.close()
+    changes = pa.concat_tables(seen)
+    got = sorted(zip(changes.column("id").to_pylist(), changes.column("__op").to_pylist()))
+    assert got == sorted([(i, INSERT) for i in range(1, 21)] + [(3, DELETE)])
+    assert apply({}, changes) == table_now(postgres, table)
