@@ -112,3 +112,13 @@ def test_a_bounded_topic_on_the_spark_batch_route_equals_the_oracle(kafka_broker
     produce(kafka_broker, topic, records + [late])
     want = rows(duck(ORACLE, ev=as_events(records)))
     assert result(kafka_broker, topic, "spark") == want
+
+
+def test_explain_says_the_batch_route_reads_the_topic_with_the_kafka_reader():
+    engine = dsms.Engine()
+    declare(engine, "127.0.0.1:1", "t")  # planning only: nothing connects
+    engine.execute("SET 'engine' = 'duckdb'")
+    explained = engine.execute(f"EXPLAIN {TUMBLE}").message
+    assert "-- __scan0: clicks (connector 'kafka', a bounded read), read by its connector's reader" in explained
+    assert "(per partition: the minimum over its partitions); rows more than 2000000 us behind it are late" in explained
+    engine.close()

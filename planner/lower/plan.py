@@ -104,6 +104,14 @@ class Lowered:
             lines.append("-- a Spark Structured Streaming query in append mode: each row is written once")
         for s in self.scans:
             src = s.source
+            if src.descriptor.batch_reader == "source":  # a bounded read of a connector (Kafka), in one pass
+                lines.append(f"-- {s.relation}: {src.name} (connector '{src.connector}', a bounded read), read by "
+                             f"its connector's reader: {', '.join(s.relation_schema.names)}")
+                if s.time_column and s.drop_late:
+                    lines.append(f"--   __mx: the largest {s.time_column} before each row that the source's watermark "
+                                 f"holds (per partition: the minimum over its partitions); rows more than "
+                                 f"{s.bound_us} us behind it are late")
+                continue
             lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
                          f"reader: {', '.join(s.relation_schema.names)}")
             if s.streaming:
