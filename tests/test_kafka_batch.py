@@ -8,7 +8,11 @@ a DuckDB oracle's over the produced events (late events left out by hand).
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import random
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -122,3 +126,23 @@ def test_explain_says_the_batch_route_reads_the_topic_with_the_kafka_reader():
     assert "-- __scan0: clicks (connector 'kafka', a bounded read), read by its connector's reader" in explained
     assert "(per partition: the minimum over its partitions); rows more than 2000000 us behind it are late" in explained
     engine.close()
+
+
+def test_dsms_run_on_duckdb_reads_a_bounded_topic_and_exits(kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "batch-cli", 2)
+    records = [{"ad": i % 3, "cost": i, "ts": stamp(BASE + dt.timedelta(milliseconds=i * 300))} for i in range(500)]
+    produce(kafka_broker, topic, records, partition_of=lambda i, r: i % 2)
+    script = tmp_path / "batch.sql"
+    script.write_text(f"""CREATE STREAM clicks (ad INT, cost BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH ('connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+        'format' = 'json', 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE SINK out WITH (connector = 'file', path = 'out.jsonl', format = 'json') AS {TUMBLE};
+""")
+    dsms_bin = os.path.join(os.path.dirname(sys.executable), "dsms")
+    run = subprocess.run([dsms_bin, "run", "--engine", "duckdb", str(script)], capture_output=True, text=True,
+                         cwd=str(tmp_path), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "(duckdb)" in run.stdout + run.stderr
+    got = pa.Table.from_pylist([{**r, "window_start": dt.datetime.fromisoformat(r["window_start"])}
+                                for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())])
+    assert rows(got.select(["window_start", "ad", "n", "cost"])) == rows(duck(ORACLE, ev=as_events(records)))
