@@ -49,6 +49,7 @@ from .grammar import (
     parse_script,
     parse_statement,
 )
+from .flow import admit, apply_settings
 from .grammar.diagnostics import did_you_mean
 from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
@@ -227,6 +228,7 @@ class Engine:
         source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
+        admit(self, log, source.name)  # backpressure: the queries reading it catch up first
         with self._lock:
             log.append(as_inserted(source, table))
         return table.num_rows
@@ -449,6 +451,7 @@ class Engine:
         if key == "batch.size":
             self.scheduler.batch_rows = self.batch_rows or int(value)  # for queries started from now on
         self.catalog.settings[key] = value
+        apply_settings(self)
         if save:
             self._save_settings()
 
@@ -461,6 +464,7 @@ class Engine:
             self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
         else:
             self.catalog.settings.pop(stmt.key, None)
+        apply_settings(self)
         self._save_settings()
         return Result("ok", "Reset")
 
@@ -532,6 +536,7 @@ class Engine:
             self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
         if self.batch_rows:
             self.scheduler.batch_rows = self.batch_rows
+        apply_settings(self)
         for obj in self.catalog.of_kind("stream", "table"):
             if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
