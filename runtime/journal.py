@@ -50,9 +50,9 @@ REWRITE_BYTES = 1 << 20
 
 
 class Journal:
-    def __init__(self, path: str, rewrite_bytes: int = REWRITE_BYTES):
+    def __init__(self, path: str, rewrite_bytes: int | None = None):
         self.path = path
-        self.rewrite_bytes = rewrite_bytes
+        self.rewrite_bytes = REWRITE_BYTES if rewrite_bytes is None else rewrite_bytes
         self._file = None
         self.base = 0  # how many row frames were trimmed off the front of the file
         self.trimmed_tag = None  # the largest tag of the trimmed frames
