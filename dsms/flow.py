@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .errors import BackpressureError
-from .planner.routing import format_size, parse_size
+from .planner.analysis.routing import format_size, parse_size
 from .planner.timeutil import parse_duration
 
 if TYPE_CHECKING:
