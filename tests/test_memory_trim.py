@@ -162,3 +162,27 @@ def test_a_failed_query_does_not_hold_the_stream(tmp_path):
         engine.run_until_idle()
     assert log.kept == 0
     assert engine.execute("SELECT * FROM ok").table.to_pylist() == [{"n": 6}]
+
+
+def test_a_failed_query_keeps_its_error_after_a_restart_past_its_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal_module, "REWRITE_BYTES", 0)
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    engine.execute("""CREATE STREAM s (x BIGINT) WITH (connector = 'memory');
+                      SET 'memory.retention' = '0';
+                      CREATE MATERIALIZED VIEW ok AS SELECT COUNT(*) AS n FROM s;
+                      CREATE MATERIALIZED VIEW bad AS SELECT 10 / (x - x) AS boom FROM s;""")
+    engine.insert("s", [(1,)])
+    with pytest.raises(dsms.DsmsError) as failed:
+        engine.run_until_idle()
+    for i in range(5):
+        engine.insert("s", [(i,)])
+        engine.run_until_idle()
+        engine.checkpoint()
+    assert engine.scheduler.memory["s"].journal.base == 6  # past what 'bad' had checkpointed
+    engine.close()
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    shown = {r["id"]: r for r in engine.execute("SHOW QUERIES").table.to_pylist()}
+    assert shown["bad"]["status"] == "failed" and shown["bad"]["error"] == str(failed.value)
+    assert engine.execute("SELECT * FROM ok").table.to_pylist() == [{"n": 6}]
+    engine.close()
