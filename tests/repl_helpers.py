@@ -170,7 +170,8 @@ class Terminal:
         self.screen = pyte.HistoryScreen(cols, rows, history=10_000)
         self.stream = pyte.ByteStream(self.screen)
         self.cols = cols
-        env = dict(os.environ, HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **(env or {}))
+        # No pager unless a test asks for one (an empty PAGER never pages): a long result would wait in less.
+        env = dict(os.environ, HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PAGER="", **(env or {}))
         self.child = pexpect.spawn(DSMS, args, dimensions=(rows, cols), env=env, cwd=cwd, timeout=10)
 
     def pump(self, seconds: float = 0.1) -> None:
