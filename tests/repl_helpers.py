@@ -171,7 +171,8 @@ class Terminal:
         self.stream = pyte.ByteStream(self.screen)
         self.cols = cols
         # No pager unless a test asks for one (an empty PAGER never pages): a long result would wait in less.
-        env = dict(os.environ, HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PAGER="", **(env or {}))
+        env = {**os.environ, "HOME": str(home), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "PAGER": "",
+               **(env or {})}
         self.child = pexpect.spawn(DSMS, args, dimensions=(rows, cols), env=env, cwd=cwd, timeout=10)
 
     def pump(self, seconds: float = 0.1) -> None:
