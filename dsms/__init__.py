@@ -17,7 +17,16 @@ windows, and get results that keep updating as events arrive::
 from __future__ import annotations
 
 from .engine import Engine
-from .errors import BackpressureError, DsmsError, EvaluationError, SinkError, SourceError, SqlError, SqlSyntaxError, UnsupportedPlan
+from .errors import (
+    BackpressureError,
+    DsmsError,
+    EvaluationError,
+    SinkError,
+    SourceError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedPlan,
+)
 from .queries import Subscription
 from .query import QueryHandle, Result
 from .runtime.clock import SystemClock, VirtualClock

@@ -27,6 +27,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
+from .flow import admit, apply_settings
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -49,7 +50,6 @@ from .grammar import (
     parse_script,
     parse_statement,
 )
-from .flow import admit, apply_settings
 from .grammar.diagnostics import did_you_mean
 from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query

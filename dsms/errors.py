@@ -10,8 +10,8 @@ from .grammar.diagnostics import Diagnostic, Span, render
 from .grammar.errors import DsmsError, SqlError, SqlSyntaxError
 from .planner.errors import ConnectorRegistryError, LoweringRefused, UnsupportedPlan
 from .runtime.errors import (
-    BackpressureError,
     BackfillError,
+    BackpressureError,
     ChangelogError,
     EvaluationError,
     LookupTableError,

@@ -33,6 +33,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 import dsms
 from dsms import DsmsError
 from dsms.grammar import Diagnostic, ResetOption, SetOption, SqlError, parse_script
+
 from .completion import SqlCompleter, quote_name
 from .display import Display
 from .highlight import STYLE, SqlLexer, highlight

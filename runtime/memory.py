@@ -42,7 +42,6 @@ from ..grammar import DsmsError
 from ..planner.physical.specs import OP
 from ..planner.vocabulary import ChangeOp
 
-
 # Bytes of consumed rows a log keeps for queries started later ('memory.retention').
 DEFAULT_RETENTION = 16 * 1024**2
 
