@@ -17,8 +17,8 @@ Example:
     >>> print(d.render(wide, width=40))
     -[ RECORD 1 ]-
     id    | per_ad
-    error | the file is shorter than the saved
-          | position
+    error | the file is shorter than the
+          | saved position
     (1 row)
     >>> print(d.render(wide, width=80))
     id     | error
