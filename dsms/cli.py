@@ -101,9 +101,9 @@ def _main(parser: argparse.ArgumentParser, args) -> int:
         return shell(args.state_dir, args.shell_engine)
     if args.command is None:
         if args.sql is not None or args.file is not None:
-            text = args.sql if args.sql is not None else _read(args.file)
             base = os.path.dirname(os.path.abspath(args.file)) if args.file else os.getcwd()
             try:
+                text = args.sql if args.sql is not None else _read(args.file)
                 return run_script(text, base, state_dir=args.state_dir, engine=args.shell_engine)
             except DsmsError as e:
                 print(str(e), file=sys.stderr)

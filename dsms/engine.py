@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
 from .engine_state import EngineState
+from .flow import admit
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -224,6 +225,7 @@ class Engine(EngineState):
         source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
+        admit(self, log, source.name)  # backpressure: the queries reading it catch up first
         with self._lock:
             log.append(as_inserted(source, table))
         return table.num_rows

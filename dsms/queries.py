@@ -129,7 +129,8 @@ class Queries:
         try:
             query = self.start(qid, kind, planned, sink, uid=uid, restore=True)
         except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
-            return self.start_failed(qid, kind, planned, uid, e)
+            # (a query that had failed keeps its own error: what it read may be gone since)
+            return self.start_failed(qid, kind, planned, uid, DsmsError(status["failed"]) if status["failed"] else e)
         if status["paused"]:
             query.job.pause()
         if status["failed"]:

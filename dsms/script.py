@@ -38,7 +38,7 @@ class ScriptProgress:
         self.texts = [_normal(s.text) for s in statements]
         self.kinds = [isinstance(s, _DURABLE) for s in statements]
         saved = durable.script if durable else []
-        tags = [t for log in memory_logs for t in log.tags if isinstance(t, int)]
+        tags = [log.last_tag for log in memory_logs if log.last_tag is not None]
         self.count = max([len(saved), *(t + 1 for t in tags)])
         for i, text in enumerate(saved[: len(self.texts)]):
             if text != self.texts[i]:

@@ -362,6 +362,13 @@ class Job(Lifecycle):
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
 
+    def fail(self, error: BaseException) -> None:
+        super().fail(error)
+        for _, source in self.sources:  # a failed job reads no more: shared logs need not wait for it
+            release = getattr(getattr(source, "reader", None), "release", None)
+            if release is not None:
+                release()
+
     def close(self) -> None:
         """Release the job's DuckDB connection, its open source files and operators' connections."""
         for logic in self.logics.values():
