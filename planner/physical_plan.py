@@ -56,6 +56,13 @@ def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
 
 
+def plan_physical_roots(root: L.Node, roots: tuple[L.Node, ...]) -> PhysicalPlan:
+    """The DAG under ``root`` with one output per node of ``roots`` (a statement set's INSERTs)."""
+    planner = _Planner(root)
+    outputs = tuple(planner.op_for(r) for r in roots)
+    return PhysicalPlan(tuple(planner.ops), outputs[0], outputs=outputs)
+
+
 class _Planner(JoinPlanning):
     def __init__(self, root: L.Node):
         self.root = root

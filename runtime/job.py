@@ -180,7 +180,10 @@ class Job(Lifecycle):
         for op in plan.ops:
             for port, parent in enumerate(op.inputs):
                 self.children[parent].append((op.id, port))
-        self.children[plan.output].append((OUTPUT, 0))
+        # The root's results go to the output; a statement set's roots each to their own (port = its index).
+        for port, root in enumerate(plan.outputs or (plan.output,)):
+            self.children[root].append((OUTPUT, port))
+        self._root_wm = [MIN_WATERMARK] * len(plan.outputs or (plan.output,))
         self.in_wm = {op.id: [MIN_WATERMARK] * len(op.inputs) for op in plan.ops}
         self.combined = {op.id: MIN_WATERMARK for op in plan.ops}
         self.out_wm = {op.id: MIN_WATERMARK for op in plan.ops}
@@ -279,7 +282,10 @@ class Job(Lifecycle):
         for child, port in self.children[op_id]:
             if child == OUTPUT:
                 self.metrics.rows_out += table.num_rows
-                self.output.write(table)
+                if self.plan.outputs:
+                    self.output.write_port(port, table)
+                else:
+                    self.output.write(table)
                 continue
             for out in self._evaluate(child, self.logics[child].on_batch, port, table):
                 if out.num_rows:
@@ -310,7 +316,8 @@ class Job(Lifecycle):
         self.out_wm[op_id] = watermark
         for child, port in self.children[op_id]:
             if child == OUTPUT:
-                self.output_watermark = watermark
+                self._root_wm[port] = watermark
+                self.output_watermark = min(self._root_wm)
                 continue
             self.in_wm[child][port] = watermark
             self._combine(child)
@@ -435,6 +442,7 @@ class Job(Lifecycle):
         self.combined = {int(k): v for k, v in meta["combined"].items()}
         self.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
         self.output_watermark = meta["output_watermark"]
+        self._root_wm = [self.output_watermark] * len(self._root_wm)
         self.metrics.rows_out = int(meta["rows_out"])
         self.done = bool(meta["done"])
 
