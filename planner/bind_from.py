@@ -70,6 +70,9 @@ def bind_named(name: Name, ctx: BindContext) -> L.Node:
         return cte[0]
     obj = ctx.catalog.require(name, ctx.source)
     if isinstance(obj, SourceDef):
+        if not (obj.descriptor.source or obj.descriptor.lookup):
+            raise ctx.error(f"{obj.kind} '{obj.name}' cannot be read: its connector '{obj.connector}' only writes",
+                            span=name.span, help=f"INSERT INTO {obj.name} SELECT ... writes to it")
         return L.Scan(obj)
     if isinstance(obj, (ViewDef, MaterializedViewDef)):
         if obj.name.lower() in ctx.views:
