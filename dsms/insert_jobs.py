@@ -108,7 +108,7 @@ class InsertJobs:
             catalog.drop(table.name)
             raise
         self.ctas_ddl[table.name.lower()] = ddl
-        return Result("ok", f"Created {stmt.kind} {table.name} and started query {table.name}: "
+        return Result("ok", f"Created {table.kind} {table.name} and started query {table.name}: "
                       f"INSERT INTO {table.name}", warnings=planned.warnings)
 
     def explain(self, stmt: Statement, base: str) -> str:
@@ -133,10 +133,8 @@ class InsertJobs:
 
     def _target(self, name: Name, stmt: Statement) -> SourceDef | SinkDef:
         obj = self.engine.catalog.get(name.value)
-        if not isinstance(obj, (SourceDef, SinkDef)):
+        if not isinstance(obj, (SourceDef, SinkDef)):  # unknown, or a view: says which and what there is
             self.engine.catalog.require(name, stmt.source, kinds=("stream", "table", "sink"))
-            raise _error(f"cannot insert into {obj.object_kind} '{obj.name}': only streams, tables and sinks "
-                         "take rows", name, stmt, help="INSERT INTO a stream, a table or a sink")
         if isinstance(obj, SinkDef) and obj.descriptor.collects:
             raise _error(f"cannot insert into sink '{obj.name}': it keeps its own query's results in the engine",
                          name, stmt, help="insert into a memory stream, and read it where the results are needed")
