@@ -21,6 +21,7 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
+from ..planner.physical.sort_specs import LimitOp, TemporalSortOp
 from ..planner.physical.specs import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical.stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .checkpoint import Checkpoint, plan_fingerprint
@@ -33,6 +34,7 @@ from .operators.group_agg import GroupAggLogic
 from .operators.over import OverAggLogic
 from .operators.registry_joins import JOIN_LOGICS
 from .operators.session import SessionLogic
+from .operators.sort import LimitLogic, TemporalSortLogic
 from .operators.source import SourceLogic
 from .operators.topn import TopNLogic
 from .operators.window_agg import WindowAggLogic
@@ -44,7 +46,8 @@ OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
-           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, **JOIN_LOGICS}
+           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, TemporalSortOp: TemporalSortLogic,
+           LimitOp: LimitLogic, **JOIN_LOGICS}
 
 
 class ValuesSource:
