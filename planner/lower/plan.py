@@ -31,8 +31,8 @@ Example:
     >>> lowered = lower_plan(p.optimized, "spark")
     >>> [(s.relation, s.source.name, s.drop_late, s.per_window) for s in lowered.scans]  # the window judges
     [('__scan0', 's', False, True)]
-    >>> print(lowered.sql(pretty=True).splitlines()[-4:])  # the last CTE is the query's SELECT list
-    ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`']
+    >>> print(lowered.sql(pretty=True).splitlines()[-6:])  # the query's SELECT list, in window order
+    ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`', 'ORDER BY', '  `window_start` NULLS LAST']
 """
 
 from __future__ import annotations
