@@ -372,3 +372,24 @@ def test_insert_into_a_jdbc_table(postgres):
         engine.run_until_idle()
     assert fetch(postgres, f"SELECT * FROM {table}") == oracle(
         data, "SELECT ad, count(*), sum(cost) FROM clicks GROUP BY ad")
+
+
+def test_dsms_run_again_on_its_state_dir_does_not_insert_twice(tmp_path):
+    from dsms.cli import run_script
+
+    data = clicks(150, seed=12)
+    (tmp_path / "clicks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
+    script = f"""
+        CREATE STREAM clicks (ad INT, cost BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH (connector = 'file', path = 'clicks.jsonl', format = 'json');
+        CREATE TABLE per_window (w TIMESTAMP(3), ad INT, n BIGINT, cost BIGINT)
+          WITH (connector = 'file', path = 'out.jsonl', format = 'json');
+        CREATE STREAM copy WITH (connector = 'file', path = 'copy.jsonl', format = 'json') AS
+          SELECT ad, cost FROM clicks WHERE cost > 50;
+        EXECUTE STATEMENT SET BEGIN INSERT INTO per_window {TUMBLE}; END;"""
+    for _ in range(2):
+        assert run_script(script, str(tmp_path), quiet=True, state_dir=str(tmp_path / "state")) == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted((r["w"], r["ad"], r["n"], r["cost"]) for r in written) == oracle(data, TUMBLE_ORACLE)
+    copied = [tuple(json.loads(line).values()) for line in (tmp_path / "copy.jsonl").read_text().splitlines()]
+    assert sorted(copied) == oracle(data, "SELECT ad, cost FROM clicks WHERE cost > 50")
