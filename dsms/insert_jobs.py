@@ -145,9 +145,16 @@ class InsertJobs:
 
     def _plan(self, stmt: Insert, target: SourceDef | SinkDef, planned: PlannedQuery, base: str) -> InsertPlan:
         catalog = self.engine.catalog
-        if target.name.lower() in scanned_sources(planned.optimized):
+        reads = scanned_sources(planned.optimized)
+        if target.name.lower() in reads:
             raise _error(f"INSERT INTO '{target.name}' reads '{target.name}' itself: its rows would feed it "
                          "forever", stmt.target, stmt, help="insert into another stream")
+        loop = self._path_from(target.name.lower(), reads)
+        if loop:
+            raise _error(f"INSERT INTO '{target.name}' would feed its own input: " + ", ".join(
+                f"query '{qid}' inserts into '{into}'" for qid, into in loop) + ", which this query reads",
+                stmt.target, stmt, help="drop " + ", ".join(f"query {qid}" for qid, _ in loop) + " first, "
+                "or insert into another stream")
         fields = _target_fields(target)
         planned = _shaped(stmt, fields, planned, catalog)
         if _is_insertable(target):
@@ -163,6 +170,22 @@ class InsertJobs:
         sink = bind_create_sink(as_sink, planned.schema, planned.changelog, target.base_dir or base)
         self._check_one_writer(sink, target, stmt)
         return InsertPlan(target, planned, sink)
+
+    def _path_from(self, name: str, reads: set[str]) -> list[tuple[str, str]]:
+        """The running inserts through which rows written into ``name`` reach one of ``reads``
+        ((query id, the name it writes) pairs, in order; empty: none)."""
+        paths: dict[str, list[tuple[str, str]]] = {name: []}
+        todo = [name]
+        while todo:
+            here = todo.pop()
+            for qid in self.readers_of(here):
+                for into in self.targets.get(qid.lower(), ()):
+                    if into not in paths:
+                        paths[into] = paths[here] + [(qid, into)]
+                        if into in reads:
+                            return paths[into]
+                        todo.append(into)
+        return []
 
     def _check_one_writer(self, sink: SinkDef, target, stmt: Insert) -> None:
         """A file (or a directory of part files) has one writer, and no source of the catalog reads it."""

@@ -393,3 +393,14 @@ def test_dsms_run_again_on_its_state_dir_does_not_insert_twice(tmp_path):
     assert sorted((r["w"], r["ad"], r["n"], r["cost"]) for r in written) == oracle(data, TUMBLE_ORACLE)
     copied = [tuple(json.loads(line).values()) for line in (tmp_path / "copy.jsonl").read_text().splitlines()]
     assert sorted(copied) == oracle(data, "SELECT ad, cost FROM clicks WHERE cost > 50")
+
+
+def test_an_insert_that_would_feed_its_own_input_is_refused():
+    engine = memory_engine()
+    engine.execute("CREATE STREAM third (ad INT, cost BIGINT, ts TIMESTAMP(3)) WITH (connector = 'memory');"
+                   "INSERT INTO expensive SELECT * FROM clicks; INSERT INTO third SELECT * FROM expensive")
+    with pytest.raises(dsms.SqlError, match="query 'insert_1' inserts into 'expensive', query 'insert_2' inserts "
+                                            "into 'third', which this query reads"):
+        engine.execute("INSERT INTO clicks SELECT * FROM third")
+    engine.execute("DROP QUERY insert_2")
+    engine.execute("INSERT INTO clicks SELECT * FROM third")  # no longer a loop
