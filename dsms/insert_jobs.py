@@ -233,11 +233,17 @@ class InsertJobs:
             engine.queries.restore(qid, kind, planned, sink, replaying["uid"], open_output=open_output,
                                    engine=engine_name)
             return
-        query = engine.queries.start(qid, kind, planned, open_output=open_output, engine=engine_name)
+        # Saved first: a CTAS's memory stream gets its journal (kept under the entry) when its log opens.
+        uid = engine._save_create(save_kind or kind, qid, stmt, base)
+        try:
+            query = engine.queries.start(qid, kind, planned, uid=uid, open_output=open_output, engine=engine_name)
+        except BaseException:
+            if uid is not None:
+                engine.durable.record_drop(qid)
+            raise
         self.targets[qid.lower()] = names
-        if engine.durable is not None:
-            query.uid = engine._save_create(save_kind or kind, qid, stmt, base)
-            engine.queries.checkpoint(query)
+        if uid is not None:
+            engine.queries.checkpoint(query)  # where it starts: a restart before the next one starts here
 
     def _output(self, qid: str, index: int, plan: InsertPlan, saved):
         engine = self.engine
@@ -292,7 +298,7 @@ class InsertJobs:
         if durable is None:
             return
         if ddl is not None:
-            durable.record_create("table", qid, ddl, self.engine.base_dir or ".", self.engine.catalog.settings)
+            durable.record_redeclared(qid, ddl)
         else:
             durable.record_drop(qid)
 

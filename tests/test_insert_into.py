@@ -262,16 +262,22 @@ def test_create_table_as_select_declares_the_table_and_fills_it(tmp_path):
     assert len(q.snapshot()) == len(data)
 
 
-def test_dropping_a_ctas_query_keeps_its_table(tmp_path):
+def test_dropping_a_ctas_query_keeps_its_table_and_its_rows(tmp_path):
     state = str(tmp_path / "state")
     with memory_engine(state_dir=state) as engine:
-        engine.execute("CREATE TABLE copy AS SELECT ad FROM clicks")
-        with pytest.raises(dsms.SqlError, match="DROP QUERY copy first"):
+        engine.execute("CREATE TABLE copy AS SELECT ad FROM clicks;"
+                       "CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM copy;"  # declared after it
+                       "INSERT INTO clicks VALUES (1, 5, TIMESTAMP '2024-05-01 09:00:00')")
+        engine.run_until_idle()
+        with pytest.raises(dsms.SqlError, match="materialized view .n. reads it"):
             engine.execute("DROP STREAM copy")
         engine.execute("DROP QUERY copy")
+        engine.execute("INSERT INTO clicks VALUES (2, 5, TIMESTAMP '2024-05-01 09:00:01')")  # not copied
+        engine.run_until_idle()
     with dsms.Engine(state_dir=state) as engine:
-        assert engine.catalog.get("copy") is not None
-        assert engine.execute("SHOW QUERIES").table.num_rows == 0
+        assert [r["id"] for r in engine.execute("SHOW QUERIES").table.to_pylist()] == ["n"]
+        engine.execute("INSERT INTO copy VALUES (3)")
+        assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 2}]
 
 
 # -- state directories: restored, exactly once ---------------------------------------------------
@@ -404,3 +410,32 @@ def test_an_insert_that_would_feed_its_own_input_is_refused():
         engine.execute("INSERT INTO clicks SELECT * FROM third")
     engine.execute("DROP QUERY insert_2")
     engine.execute("INSERT INTO clicks SELECT * FROM third")  # no longer a loop
+
+
+def test_a_statement_set_into_files_and_kafka_continues_after_a_restart(tmp_path, kafka_broker):
+    from kafka_helpers import consume_all, new_topic, values
+
+    state, out = str(tmp_path / "state"), tmp_path / "cheap.jsonl"
+    topic = new_topic(kafka_broker, "statement-set", 1)
+    first, second = clicks(120, seed=13), clicks(90, seed=14)
+    with memory_engine(state_dir=state) as engine:
+        engine.execute(f"""
+            CREATE TABLE cheap (ad INT, cost BIGINT) WITH (connector = 'file', path = '{out}', format = 'json');
+            CREATE TABLE dear (ad INT, cost BIGINT) WITH (connector = 'kafka', topic = '{topic}', format = 'json',
+              'properties.bootstrap.servers' = '{kafka_broker}');
+            EXECUTE STATEMENT SET BEGIN
+              INSERT INTO cheap SELECT ad, cost FROM clicks WHERE cost < 50;
+              INSERT INTO dear SELECT ad, cost FROM clicks WHERE cost >= 50;
+            END""")
+        engine.insert("clicks", [(r["ad"], r["cost"], r["ts"]) for r in first])
+        engine.run_until_idle()
+    with dsms.Engine(state_dir=state) as engine:
+        assert [r["id"] for r in engine.execute("SHOW QUERIES").table.to_pylist()] == ["statement_set_1"]
+        engine.insert("clicks", [(r["ad"], r["cost"], r["ts"]) for r in second])
+        engine.run_until_idle()
+    everything = first + second
+    written = sorted((r["ad"], r["cost"]) for r in map(json.loads, out.read_text().splitlines()))
+    assert written == oracle(everything, "SELECT ad, cost FROM clicks WHERE cost < 50")
+    dear = oracle(everything, "SELECT ad, cost FROM clicks WHERE cost >= 50")
+    got = values(consume_all(kafka_broker, topic, expect=len(dear)))
+    assert sorted((r["ad"], r["cost"]) for r in got) == dear
