@@ -175,11 +175,14 @@ class Engine:
         return self.session.explain(planned, self.catalog.settings)
 
     def declare(self, sql: str | Statement) -> None:
-        """Add a materialized view to the catalog without running its query (``dsms explain`` plans
-        the statements after it against it)."""
+        """Add a materialized view (or a CREATE TABLE … AS table) to the catalog without running its query
+        (``dsms explain`` plans the statements after it against it)."""
         stmt = parse_statement(sql) if isinstance(sql, str) else sql
+        if isinstance(stmt, CreateTableAs):  # the table, without the insert that would fill it
+            self.inserts.declare(stmt, self.base_dir or os.getcwd())
+            return
         if not isinstance(stmt, CreateMaterializedView):
-            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW statement")
+            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW or CREATE TABLE … AS statement")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         self.catalog.add(bind_create_mv(stmt, planned.schema), name=stmt.name, source=stmt.source)
 

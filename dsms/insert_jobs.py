@@ -97,10 +97,7 @@ class InsertJobs:
         catalog = self.engine.catalog
         if stmt.if_not_exists and catalog.get(stmt.name.value) is not None:
             return Result("ok", f"{stmt.kind} {stmt.name.value} already exists")
-        planned = plan_query(stmt.query, catalog, stmt.source)
-        ddl = declaration(stmt, planned)
-        table = bind_create_source(parse_statement(ddl), base)
-        catalog.add(table, name=stmt.name, source=stmt.source)
+        table, planned, ddl = self.declare(stmt, base)
         try:
             plan = self._plan(Insert(stmt.span, stmt.source, target=stmt.name, query=stmt.query), table, planned, base)
             self._start(table.name, [plan], stmt, base, kind="insert", save_kind=stmt.kind)
@@ -110,6 +107,15 @@ class InsertJobs:
         self.ctas_ddl[table.name.lower()] = ddl
         return Result("ok", f"Created {table.kind} {table.name} and started query {table.name}: "
                       f"INSERT INTO {table.name}", warnings=planned.warnings)
+
+    def declare(self, stmt: CreateTableAs, base: str) -> tuple[SourceDef, PlannedQuery, str]:
+        """Add a CTAS's table to the catalog (its columns are its query's): the table, the planned query
+        and the table's declaration by its columns."""
+        planned = plan_query(stmt.query, self.engine.catalog, stmt.source)
+        ddl = declaration(stmt, planned)
+        table = bind_create_source(parse_statement(ddl), base)
+        self.engine.catalog.add(table, name=stmt.name, source=stmt.source)
+        return table, planned, ddl
 
     def explain(self, stmt: Statement, base: str) -> str:
         """EXPLAIN of an INSERT or a statement set: the job's operators, and where each root writes."""

@@ -6,6 +6,7 @@ against rows computed by hand.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import subprocess
@@ -439,3 +440,37 @@ def test_a_statement_set_into_files_and_kafka_continues_after_a_restart(tmp_path
     dear = oracle(everything, "SELECT ad, cost FROM clicks WHERE cost >= 50")
     got = values(consume_all(kafka_broker, topic, expect=len(dear)))
     assert sorted((r["ad"], r["cost"]) for r in got) == dear
+
+
+def test_insert_into_an_existing_sink(tmp_path, capsys):
+    engine = memory_engine(base_dir=str(tmp_path))
+    engine.execute("""
+        CREATE SINK shown WITH (connector = 'print') AS SELECT ad, cost FROM clicks WHERE ad = 1;
+        CREATE SINK kept AS SELECT ad FROM clicks;
+        CREATE SINK filed WITH (connector = 'file', path = 'f.jsonl', format = 'json') AS SELECT ad FROM clicks;
+        INSERT INTO shown SELECT ad + 100, cost FROM clicks WHERE ad = 2;""")
+    engine.execute("INSERT INTO clicks VALUES (1, 5, TIMESTAMP '2024-05-01 09:00:00'), "
+                   "(2, 7, TIMESTAMP '2024-05-01 09:00:01')")
+    engine.run_until_idle()
+    assert sorted(capsys.readouterr().out.splitlines()) == ["+I[1, 5]", "+I[102, 7]"]
+    with pytest.raises(dsms.SqlError, match="cannot insert into sink 'kept': it keeps its own query's results"):
+        engine.execute("INSERT INTO kept SELECT ad FROM clicks")
+    with pytest.raises(dsms.SqlError, match="query 'filed' already writes it"):
+        engine.execute("INSERT INTO filed SELECT ad FROM clicks")
+
+
+def test_dsms_explain_shows_inserts_without_starting_them(tmp_path):
+    from dsms.cli import explain_script
+
+    (tmp_path / "s.jsonl").write_text('{"k": 1, "ts": "2024-01-01 00:00:01"}\n')
+    out = io.StringIO()
+    assert explain_script("""
+        CREATE STREAM s (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH (connector = 'file', path = 's.jsonl', format = 'json');
+        CREATE TABLE out (k INT) WITH (connector = 'file', path = 'out.jsonl', format = 'json');
+        INSERT INTO out SELECT k FROM s;
+        CREATE TABLE t WITH (connector = 'file', path = 't.jsonl', format = 'json') AS SELECT k FROM s;
+        EXECUTE STATEMENT SET BEGIN INSERT INTO out SELECT k FROM t; END;""", str(tmp_path), out=out) == 0
+    text = out.getvalue()
+    assert "\n-> INSERT INTO out" in text and "#0 -> INSERT INTO out" in text and "Source(t, file, json)" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]  # nothing was written
