@@ -138,6 +138,7 @@ def test_insert_into_a_file_table_on_each_route(tmp_path, engine_name):
         assert (status["id"], status["status"]) == ("insert_1", "finished")  # bounded input: the job ends
     written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert sorted((r["w"], r["ad"], r["n"], r["cost"]) for r in written) == oracle(data, TUMBLE_ORACLE)
+    assert [r["w"] for r in written] == sorted(r["w"] for r in written)  # in window order, as windows fire
 
 
 def test_insert_into_print_and_blackhole_tables(capsys):

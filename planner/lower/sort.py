@@ -10,7 +10,8 @@ input is cut into batches, so the batch routes refuse it
 (:func:`limit_refusal`) and the runtime runs the query.
 
 A windowed result comes in window order (by ``window_end`` then
-``window_start``), as the runtime emits windows, on every route.
+``window_start``, renamed or not), as the runtime emits windows, on every
+route.
 """
 
 from __future__ import annotations
@@ -59,8 +60,24 @@ def result_order(root: L.Node) -> list[exp.Ordered]:
     rowtime = root.schema.rowtime
     if rowtime is not None:  # in event-time order, as the runtime emits (ties: any order)
         return [exp.Ordered(this=c(rowtime.name))]
-    names = root.schema.names
-    return [exp.Ordered(this=c(n)) for n in WINDOW_ORDER if n in names]
+    bounds = window_bounds(root)
+    return [exp.Ordered(this=c(name)) for kind in WINDOW_ORDER for name, of in bounds.items() if of == kind]
+
+
+def window_bounds(node: L.Node) -> dict[str, str]:
+    """The columns of ``node`` that hold a window's end or start (through renames and casts), and which."""
+    if isinstance(node, L.Project):
+        below = window_bounds(node.input)
+        found = {}
+        for name, e in node.exprs:
+            while isinstance(e, exp.Cast):
+                e = e.this
+            if isinstance(e, exp.Column) and e.name in below:
+                found[name] = below[e.name]
+        return found
+    if isinstance(node, (L.Filter, TemporalSort, Limit)):
+        return window_bounds(node.input)
+    return {n: n for n in WINDOW_ORDER if n in node.schema.names}
 
 
 def _sort_keys(node: L.Node) -> tuple[tuple[str, bool], ...]:
