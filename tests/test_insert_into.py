@@ -475,3 +475,13 @@ def test_dsms_explain_shows_inserts_without_starting_them(tmp_path):
     text = out.getvalue()
     assert "\n-> INSERT INTO out" in text and "#0 -> INSERT INTO out" in text and "Source(t, file, json)" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]  # nothing was written
+
+
+def test_the_shell_waits_for_the_end_of_a_statement_set():
+    from dsms.repl.tokens import statement_complete
+
+    assert not statement_complete("EXECUTE STATEMENT SET BEGIN\n  INSERT INTO a SELECT * FROM s;")
+    assert not statement_complete("BEGIN STATEMENT SET;\nINSERT INTO a SELECT * FROM s;\n")
+    assert statement_complete("EXECUTE STATEMENT SET BEGIN\n  INSERT INTO a SELECT * FROM s;\nEND;")
+    assert statement_complete("BEGIN STATEMENT SET; INSERT INTO a SELECT * FROM s; END;")
+    assert statement_complete("SET 'emit' = 'changes';")
