@@ -227,6 +227,7 @@ def test_a_statement_set_is_one_job_that_reads_each_source_once():
     shown = {r["id"]: r for r in engine.execute("SHOW QUERIES").table.to_pylist()}
     job = shown["statement_set_1"]
     assert (job["kind"], job["status"], job["rows_in"]) == ("statement set", "finished", 500)  # read once
+    assert [op.source.name for op in engine.queries.running["statement_set_1"].job.plan.sources] == ["clicks"]
     assert rows_of(reads["cheap"].snapshot()) == oracle(data, "SELECT ad, cost, ts FROM clicks WHERE cost < 50")
     assert rows_of(reads["expensive"].snapshot()) == oracle(data, "SELECT * FROM clicks WHERE cost >= 50")
     assert rows_of(reads["windows"].snapshot()) == oracle(
