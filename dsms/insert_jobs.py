@@ -87,7 +87,11 @@ class InsertJobs:
         return Result("ok", f"Started query {qid}: INSERT INTO {target.name}", warnings=planned.warnings)
 
     def statement_set(self, stmt: StatementSet, base: str) -> Result:
-        plans = [self._plan_insert(ins, base) for ins in stmt.inserts]
+        plans, earlier = [], []
+        for i, ins in enumerate(stmt.inserts, 1):
+            plans.append(self._plan_insert(ins, base, earlier))
+            earlier.append((f"INSERT {i} of this statement set", scanned_sources(plans[-1].planned.optimized),
+                            plans[-1].target.name.lower()))
         qid = self._new_id("statement_set")
         self._start(qid, plans, stmt, base, kind="statement set")
         names = ", ".join(dict.fromkeys(p.target.name for p in plans))
@@ -132,10 +136,10 @@ class InsertJobs:
 
     # -- planning -----------------------------------------------------------------------
 
-    def _plan_insert(self, stmt: Insert, base: str) -> InsertPlan:
+    def _plan_insert(self, stmt: Insert, base: str, earlier: list = ()) -> InsertPlan:
         target = self._target(stmt.target, stmt)
         planned = plan_query(stmt.query, self.engine.catalog, stmt.source)
-        return self._plan(stmt, target, planned, base)
+        return self._plan(stmt, target, planned, base, list(earlier))
 
     def _target(self, name: Name, stmt: Statement) -> SourceDef | SinkDef:
         obj = self.engine.catalog.get(name.value)
@@ -149,18 +153,20 @@ class InsertJobs:
                          name, stmt, help="declare the target with a connector that writes (SHOW CONNECTORS)")
         return obj
 
-    def _plan(self, stmt: Insert, target: SourceDef | SinkDef, planned: PlannedQuery, base: str) -> InsertPlan:
+    def _plan(self, stmt: Insert, target: SourceDef | SinkDef, planned: PlannedQuery, base: str,
+              earlier: list = ()) -> InsertPlan:
         catalog = self.engine.catalog
         reads = scanned_sources(planned.optimized)
         if target.name.lower() in reads:
             raise _error(f"INSERT INTO '{target.name}' reads '{target.name}' itself: its rows would feed it "
                          "forever", stmt.target, stmt, help="insert into another stream")
-        loop = self._path_from(target.name.lower(), reads)
+        loop = self._path_from(target.name.lower(), reads, earlier)
         if loop:
+            running = [who for who, _ in loop if who.startswith("query")]
             raise _error(f"INSERT INTO '{target.name}' would feed its own input: " + ", ".join(
-                f"query '{qid}' inserts into '{into}'" for qid, into in loop) + ", which this query reads",
-                stmt.target, stmt, help="drop " + ", ".join(f"query {qid}" for qid, _ in loop) + " first, "
-                "or insert into another stream")
+                f"{who} inserts into '{into}'" for who, into in loop) + ", which this query reads",
+                stmt.target, stmt, help=(f"drop {', '.join(running)} first, or " if running else "")
+                + "insert into another stream")
         fields = _target_fields(target)
         planned = _shaped(stmt, fields, planned, catalog)
         if _is_insertable(target):
@@ -177,20 +183,23 @@ class InsertJobs:
         self._check_one_writer(sink, target, stmt)
         return InsertPlan(target, planned, sink)
 
-    def _path_from(self, name: str, reads: set[str]) -> list[tuple[str, str]]:
-        """The running inserts through which rows written into ``name`` reach one of ``reads``
-        ((query id, the name it writes) pairs, in order; empty: none)."""
+    def _path_from(self, name: str, reads: set[str], earlier: list) -> list[tuple[str, str]]:
+        """The inserts through which rows written into ``name`` reach one of ``reads``: running ones, and
+        ``earlier`` ones of the same statement set ((who, reads, target) triples). (who, the name it writes)
+        pairs, in order; empty: none."""
         paths: dict[str, list[tuple[str, str]]] = {name: []}
         todo = [name]
         while todo:
             here = todo.pop()
-            for qid in self.readers_of(here):
-                for into in self.targets.get(qid.lower(), ()):
-                    if into not in paths:
-                        paths[into] = paths[here] + [(qid, into)]
-                        if into in reads:
-                            return paths[into]
-                        todo.append(into)
+            steps = [(f"query '{qid}'", into) for qid in self.readers_of(here)
+                     for into in self.targets.get(qid.lower(), ())]
+            steps += [(who, into) for who, read, into in earlier if here in read]
+            for who, into in steps:
+                if into not in paths:
+                    paths[into] = paths[here] + [(who, into)]
+                    if into in reads:
+                        return paths[into]
+                    todo.append(into)
         return []
 
     def _check_one_writer(self, sink: SinkDef, target, stmt: Insert) -> None:

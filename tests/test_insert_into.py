@@ -486,3 +486,13 @@ def test_the_shell_waits_for_the_end_of_a_statement_set():
     assert statement_complete("EXECUTE STATEMENT SET BEGIN\n  INSERT INTO a SELECT * FROM s;\nEND;")
     assert statement_complete("BEGIN STATEMENT SET; INSERT INTO a SELECT * FROM s; END;")
     assert statement_complete("SET 'emit' = 'changes';")
+
+
+def test_a_statement_set_whose_inserts_feed_each_other_in_a_loop_is_refused():
+    engine = statement_set_engine()
+    with pytest.raises(dsms.SqlError, match="INSERT 1 of this statement set inserts into 'cheap', which this "
+                                            "query reads"):
+        engine.execute("EXECUTE STATEMENT SET BEGIN INSERT INTO cheap SELECT * FROM expensive; "
+                       "INSERT INTO expensive SELECT * FROM cheap; END")
+    engine.execute("EXECUTE STATEMENT SET BEGIN INSERT INTO cheap SELECT * FROM clicks; "
+                   "INSERT INTO expensive SELECT * FROM cheap; END")  # a chain, not a loop
