@@ -14,6 +14,7 @@ from .grammar import (
     CreateMaterializedView,
     CreateSink,
     CreateSource,
+    CreateTableAs,
     CreateView,
     Drop,
     DsmsError,
@@ -23,11 +24,12 @@ from .grammar import (
     ResumeQuery,
     SetOption,
     Statement,
+    StatementSet,
 )
 
 # Statements whose effect a state directory keeps: on a restart they are not run again.
 _DURABLE = (CreateSource, CreateView, CreateSink, CreateMaterializedView, Drop, SetOption, ResetOption, Insert,
-            PauseQuery, ResumeQuery)
+            PauseQuery, ResumeQuery, StatementSet, CreateTableAs)
 
 
 class ScriptProgress:

@@ -86,6 +86,12 @@ class MemoryLog:
         if self.kept_bytes > self.retention:
             self.trim()
 
+    def written_by(self, writer: str) -> int:
+        """How many rows a continuous INSERT's output (``runtime/insert_output.py``) says it has appended:
+        the count in the last ``[writer, rows]`` tag it left in the journal."""
+        counts = [t[1] for t in self.tags if isinstance(t, list) and len(t) == 2 and t[0] == writer]
+        return max(counts, default=0)
+
     def close(self) -> None:
         """End the stream: readers finish once they have read everything."""
         if not self._closed and self.journal is not None:

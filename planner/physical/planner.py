@@ -26,6 +26,7 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
+from ..logical.sort import Limit, TemporalSort
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
@@ -35,6 +36,7 @@ from ..vocabulary import ADDITIONS, RETRACTIONS
 from ..windows import floor_to
 from .plan_joins import JoinPlanning
 from .plan_window import over_fields, session_fields, time_kinds, topn_fields
+from .sort_specs import LimitOp, TemporalSortOp
 from .specs import (
     OP,
     PANE,
@@ -56,6 +58,13 @@ _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
 
 def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
+
+
+def plan_physical_roots(root: L.Node, roots: tuple[L.Node, ...]) -> PhysicalPlan:
+    """The DAG under ``root`` with one output per node of ``roots`` (a statement set's INSERTs)."""
+    planner = _Planner(root)
+    outputs = tuple(planner.op_for(r) for r in roots)
+    return PhysicalPlan(tuple(planner.ops), outputs[0], outputs=outputs)
 
 
 class _Planner(JoinPlanning):
@@ -157,6 +166,13 @@ class _Planner(JoinPlanning):
         inner = S.chain_sql(chain) if chain else None
         fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), inner)
         return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+    def plan_TemporalSort(self, node: TemporalSort) -> int:
+        return self.add(TemporalSortOp, node, (self.op_for(node.input),), node.label(),
+                        time_column=node.time_column, keys=node.keys)
+
+    def plan_Limit(self, node: Limit) -> int:
+        return self.add(LimitOp, node, (self.op_for(node.input),), node.label(), count=node.count)
 
     def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
         chain, base = self.fused_input(node)
@@ -331,6 +347,8 @@ def uses_event_time(node: L.Node) -> bool:
     windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
     what consumes the windows judges lateness.
     """
+    if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
+        return True
     if isinstance(node, L.WindowTVF):
         return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
