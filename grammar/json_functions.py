@@ -332,7 +332,7 @@ def is_json(node: exp.Expression | None) -> exp.Expression | None:
         return node
     s, kind = inner.this, (inner.expression.this or "VALUE").upper()
     if kind == "VALUE":
-        test: exp.Expression = _f(JsonValid, s)
+        test: exp.Expression = exp.Cast(this=_f(JsonValid, s), to=DT.build("BOOLEAN"))
     else:
         jtype = _f(JsonType, s)
         if kind == "SCALAR":
