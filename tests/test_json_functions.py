@@ -254,3 +254,32 @@ def test_spark_route_refuses_json_functions_at_planning_naming_the_routes_that_c
     engine.execute("SET 'engine' = 'spark'")
     with pytest.raises(dsms.DsmsError, match="spark route cannot evaluate the JSON functions.*duckdb route.*runtime"):
         engine.query("SELECT JSON_VALUE(line, '$.a') AS a FROM ev")
+
+
+# -- docs/functions.md ---------------------------------------------------------------------------
+
+def shown_rows(page_text: str, after: str) -> list[list[str]]:
+    """The rows of the first ```text table after ``after`` (a header, a rule, then rows)."""
+    block = re.search(r"```text\n(user_id.*?)```", page_text[page_text.index(after):], re.S).group(1)
+    return [[cell.strip() for cell in line.split("|")] for line in block.strip().splitlines()[2:]]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_json_example_of_functions_md_gives_the_rows_shown(tmp_path, route):
+    from test_docs_sql import ROOT, block
+    page = open(f"{ROOT}/docs/functions.md").read()
+    lines = re.search(r"Over these lines of `events.txt`:\n\n```text\n(.*?)```", page, re.S).group(1)
+    (tmp_path / "events.txt").write_text(lines)
+    script = block("docs/functions.md", "JSON_VALUE(line").replace("'events.txt'", f"'{tmp_path / 'events.txt'}'")
+    create, select = [part.strip() for part in script.split(";") if part.strip()]
+    engine = dsms.Engine()
+    engine.execute(create)
+    engine.execute(f"SET 'engine' = '{route}'")
+    q = engine.query(select)
+    engine.run_until_idle()
+
+    def text(v):
+        return "NULL" if v is None else str(v).upper() if isinstance(v, bool) else str(v)
+
+    got = sorted([text(v) for v in row.values()] for row in q.snapshot().to_pylist())
+    assert got == sorted(shown_rows(page, "the query gives:"))
