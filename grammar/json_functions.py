@@ -78,6 +78,10 @@ class Json(DuckDBJsonFunc):
     _sql_names = ["JSON"]
 
 
+class ListExtract(DuckDBJsonFunc):
+    _sql_names = ["LIST_EXTRACT"]
+
+
 class RaiseError(DuckDBJsonFunc):
     """DuckDB's ``error(message)``: fails the statement (only on the rows a CASE sends to it)."""
 
@@ -143,20 +147,42 @@ def _behaviour(name: str, when: str, choice, dtype: exp.DataType, text: dict[str
     return exp.Cast(this=exp.Null(), to=dtype.copy())
 
 
-def _lookup(s: exp.Expression, path: JsonPath, empty: exp.Expression, error: exp.Expression,
-            wrong_kind: exp.Expression, found: exp.Expression, dtype: exp.DataType) -> exp.Expression:
-    """The CASE shared by JSON_VALUE and JSON_QUERY: NULL input, not JSON, nothing found, JSON null, wrong kind."""
-    strict = path.mode == "strict"
+_J = "__json"  # the lambda variable that holds what the path found, as JSON text
+
+
+def _j() -> exp.Expression:
+    return exp.to_identifier(_J)
+
+
+def _first_char(e: exp.Expression) -> exp.Expression:
+    return exp.Left(this=e, expression=exp.Literal.number(1))
+
+
+def _is_container(e: exp.Expression) -> exp.Expression:
+    """JSON text of an object or an array (what json_extract gives is minified: no leading space)."""
+    return exp.In(this=_first_char(e), expressions=[_str("{"), _str("[")])
+
+
+def _found(s: exp.Expression, path: JsonPath) -> exp.Expression:
+    """What the path finds in ``s`` (which must be JSON), as JSON text; NULL when it finds nothing."""
     hit = _f(JsonExtract, s, _str(path.duckdb))
-    if not path.definite:
-        hit = _f(ToJson, hit)  # a wildcard gives a list of matches: one JSON array
+    return _varchar(_f(ToJson, hit) if not path.definite else hit)  # a wildcard: one JSON array of the matches
+
+
+def _lookup(s: exp.Expression, path: JsonPath, invalid: exp.Expression, on_found: exp.Expression,
+            dtype: exp.DataType) -> exp.Expression:
+    """``CASE`` on the input, then ``on_found`` (over the lambda variable ``__json``) applied to what the path finds.
+
+    The input is parsed twice per row (``json_valid``, ``json_extract``) and what is found is
+    bound once through a one-element ``list_transform``, so the checks on it do not parse the
+    input again (a CASE evaluates each branch's calls anew).
+    """
+    bound = exp.Transform(this=exp.Array(expressions=[_found(s, path)]),
+                          expression=exp.Lambda(this=on_found, expressions=[_j()]))
     return _case(
         (_is_null(s), exp.Cast(this=exp.Null(), to=dtype.copy())),
-        (exp.Not(this=_f(JsonValid, s)), error if strict else empty),
-        (_is_null(hit), error if strict else empty),
-        (_eq(_f(JsonType, hit), _str("NULL")), empty),
-        (wrong_kind, error if strict else empty),
-        default=found)
+        (exp.Not(this=_f(JsonValid, s)), invalid),
+        default=exp.Cast(this=_f(ListExtract, bound, exp.Literal.number(1)), to=dtype.copy()))
 
 
 def _parse_json_value(self):
@@ -176,7 +202,9 @@ def _parse_json_value(self):
         return _refuse("JSON_VALUE returns one scalar; a path with a wildcard can match many (use JSON_QUERY)", [s])
     empty = _behaviour("JSON_VALUE", "EMPTY", on_empty, dtype)
     error = _behaviour("JSON_VALUE", "ERROR", on_error, dtype)
-    text = _f(JsonExtractString, s, _str(path.duckdb))
+    strict = path.mode == "strict"
+    # a JSON string is unquoted; a number or a boolean is its text
+    text = _case((_eq(_first_char(_j()), _str('"')), _f(JsonExtractString, _j(), _str("$"))), default=_j())
     if dtype.this in _TEXT:
         found = exp.Cast(this=text, to=dtype.copy())
     else:  # a value that does not convert is an error, as a conversion error in Flink
@@ -184,8 +212,12 @@ def _parse_json_value(self):
             text = exp.Trunc(this=exp.TryCast(this=text, to=DT.build("DECIMAL(38, 9)")))
         converted = exp.TryCast(this=text, to=dtype.copy())
         found = _case((_is_null(converted), error.copy()), default=converted.copy())
-    wrong = exp.In(this=_f(JsonType, _f(JsonExtract, s, _str(path.duckdb))), expressions=_containers())
-    return _lookup(s, path, empty, error, wrong, found, dtype)
+    on_found = _case(
+        (_is_null(_j()), (error if strict else empty).copy()),
+        (_eq(_j(), _str("null")), empty.copy()),
+        (_is_container(_j()), (error if strict else empty).copy()),
+        default=found)
+    return _lookup(s, path, error if strict else empty, on_found, dtype)
 
 
 def _parse_wrapper(self) -> str:
@@ -227,16 +259,19 @@ def _parse_json_query(self):
     vc = DT.build("VARCHAR")
     empty = _behaviour("JSON_QUERY", "EMPTY", on_empty and on_empty + " ON EMPTY", vc, texts)
     error = _behaviour("JSON_QUERY", "ERROR", on_error and on_error + " ON ERROR", vc, texts)
-    hit = _f(JsonExtract, s, _str(path.duckdb))
-    value = _varchar(_f(ToJson, hit) if not path.definite else hit)
-    bracketed = exp.DPipe(this=exp.DPipe(this=_str("["), expression=value.copy(), safe=True),
-                          expression=_str("]"), safe=True)
+    strict = path.mode == "strict"
+    bracketed = exp.DPipe(this=exp.DPipe(this=_str("["), expression=_j(), safe=True), expression=_str("]"), safe=True)
+    value: exp.Expression = _j()
     if wrapper == "UNCONDITIONAL":
         value = bracketed
     elif wrapper == "CONDITIONAL":
-        value = _case((_eq(_f(JsonType, value), _str("ARRAY")), value.copy()), default=bracketed)
-    wrong = exp.Not(this=exp.In(this=_f(JsonType, value), expressions=_containers()))
-    return _lookup(s, path, empty, error, wrong, value, vc)
+        value = _case((_eq(_first_char(_j()), _str("[")), _j()), default=bracketed)
+    on_found = _case(
+        (_is_null(_j()), (error if strict else empty).copy()),
+        (_eq(_j(), _str("null")), empty.copy()),
+        (exp.Not(this=_is_container(value)), (error if strict else empty).copy()),
+        default=value.copy())
+    return _lookup(s, path, error if strict else empty, on_found, vc)
 
 
 def _parse_json_exists(self):
@@ -256,12 +291,9 @@ def _parse_json_exists(self):
         error = exp.Cast(this=_f(RaiseError, _str("JSON_EXISTS: the input is not JSON, or the path found nothing "
                                                    "(ERROR ON ERROR)")), to=boolean)
     strict = path.mode == "strict"
-    hit = _f(JsonExtract, s, _str(path.duckdb))
-    return _case(
-        (_is_null(s), exp.Cast(this=exp.Null(), to=boolean)),
-        (exp.Not(this=_f(JsonValid, s)), error if strict else exp.false()),
-        (_is_null(hit), error.copy() if strict else exp.false()),
-        default=exp.NEQ(this=_f(JsonType, hit), expression=_str("NULL")))
+    on_found = _case((_is_null(_j()), error.copy() if strict else exp.false()),
+                     default=exp.NEQ(this=_j(), expression=_str("null")))
+    return _lookup(s, path, error if strict else exp.false(), on_found, boolean)
 
 
 # -- constructors --------------------------------------------------------------------

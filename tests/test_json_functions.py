@@ -283,3 +283,12 @@ def test_the_json_example_of_functions_md_gives_the_rows_shown(tmp_path, route):
 
     got = sorted([text(v) for v in row.values()] for row in q.snapshot().to_pylist())
     assert got == sorted(shown_rows(page, "the query gives:"))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_defaults_may_be_expressions_over_columns(tmp_path, route):
+    rows = by_line(run(tmp_path, route, "JSON_VALUE(line, '$.a.b' DEFAULT UPPER(line) ON ERROR)", [M1, BAD, ARR]))
+    assert rows == {M1: "7", BAD: "NOT JSON", ARR: UPPER_ARR}
+
+
+UPPER_ARR = ARR.upper()
