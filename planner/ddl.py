@@ -134,6 +134,11 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if str(options.get("format", "")).lower() == "raw" and (
+            len(physical_schema) != 1 or not pa.types.is_string(physical_schema.fields[0].type)):
+        raise SqlError(Diagnostic("format 'raw' reads each line into one STRING column", stmt.span, src,
+                                  help="declare one column, e.g. (line STRING), and take it apart with "
+                                       "JSON_VALUE(line, '$.field')"))
     if kind == "stream" and not descriptor.streams:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
                                   "TABLE with that key", stmt.span, src,

@@ -55,6 +55,7 @@ from ..logical.sort import Limit, TemporalSort
 from ..physical.plan_window import time_kinds
 from ..physical.planner import scans_judged_per_window, scans_under_event_time
 from ..types import Schema
+from .duckdb_only import duckdb_only_call
 from .join import lower_join
 from .rank import lower_over, lower_snapshot_diff, lower_topn
 from .scan import ScanSpec, scan_select, scan_spec, table_state
@@ -193,6 +194,10 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    if route == "spark" and duckdb_only_call(root) is not None:
+        raise _refuse(route, "evaluate the JSON functions (JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_OBJECT, "
+                      "JSON_ARRAY, JSON_STRING, IS JSON)", "they are built on DuckDB's json functions, which Spark "
+                      "SQL does not have; the duckdb route runs them too")
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
