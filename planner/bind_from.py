@@ -117,8 +117,6 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
     for n, v in values.items():
         if n != "offset" and v <= 0:
             raise ctx.error(f"the {n} of {kind} must be positive", at)
-    if kind == "HOP" and values["size"] % values["slide"] != 0:
-        raise ctx.error("the size of a HOP window must be a whole multiple of its slide", at)
     if kind == "CUMULATE" and values["size"] % values["step"] != 0:
         raise ctx.error("the size of a CUMULATE window must be a whole multiple of its step", at)
     clash = [n for n in L.WINDOW_COLUMNS if node.schema.find(n) is not None]

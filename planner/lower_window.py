@@ -64,8 +64,10 @@ def assign_windows(lw, w: L.WindowSpec, src) -> exp.Select:
         start = floor_us(t, w.size, w.offset)
         return exp.select(*items, alias(start, WS), alias(add(start.copy(), w.size), WE)).from_(lw.use(src))
     if w.kind == "HOP":
+        # The window starts on the slide's grid in (t - size, t]; the size need not be a multiple of the slide.
         last = floor_us(t, w.slide, w.offset)
-        series = exp.GenerateSeries(start=minus(last, w.size - w.slide), end=last.copy(), step=lit(w.slide))
+        first = add(floor_us(minus(t.copy(), w.size), w.slide, w.offset), w.slide)
+        series = exp.GenerateSeries(start=first, end=last.copy(), step=lit(w.slide))
         inner = exp.select(*items, alias(exp.Explode(this=series), WS)).from_(lw.use(src))
         outer = [c(n) for n in list(src.columns) + (list(ORDER) if src.ordered else [])]
         return exp.select(*outer, c(WS), alias(add(c(WS), w.size), WE)).from_(sub(inner, "h"))

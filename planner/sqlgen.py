@@ -112,8 +112,10 @@ def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.
         end = exp.Add(this=start.copy(), expression=lit(w.size))
         return exp.select(exp.Star(), *_bounds(start, end)).from_(src)
     if w.kind == "HOP":
+        # The window starts on the slide's grid in (t - size, t]; the size need not be a multiple of the slide.
         last = floor_to(us, w.slide, w.offset)
-        first = exp.Sub(this=last.copy(), expression=lit(w.size - w.slide))
+        first = exp.Add(this=floor_to(exp.Sub(this=us.copy(), expression=lit(w.size)), w.slide, w.offset),
+                        expression=lit(w.slide))
         series = fn("generate_series", first, last, lit(w.slide))
         expanded = exp.select(exp.Star(), exp.alias_(exp.Unnest(expressions=[series]), "__ws", quoted=True)).from_(src)
         ws = col("__ws")
