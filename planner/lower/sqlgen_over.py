@@ -27,12 +27,26 @@ from .sqlgen_group import q, sql_type
 SEQ = "__seq"
 
 
+LAST = "__last"  # the last time (epoch microseconds) a partition released rows
+
+
 @dataclass(frozen=True)
 class OverSql:
     compute: str
     retain: str | None  # ROWS n PRECEDING: the rows to keep
     carry: str | None  # UNBOUNDED: the new running totals
     carry_schema: pa.Schema | None
+    # Bounded frames on event time (Flink's late rule, docs/time.md): ``__last`` holds per partition the last
+    # time released. ``last_of_rows``: for each row of ``__rows`` (in ``__seq`` order) its partition's;
+    # ``advance_last``: ``__last`` after the release ``__ready``, without the partitions whose state Flink
+    # has cleaned up by the watermark ``?`` (RANGE: 1.5 times the frame after their last row, none of them
+    # still in ``__pending``);
+    # ``retain_by_partition`` (RANGE): the rows of ``__hist`` and ``__ready`` within the frame of the
+    # partition's last time.
+    last_of_rows: str | None = None
+    advance_last: str | None = None
+    last_schema: pa.Schema | None = None
+    retain_by_partition: str | None = None
 
 
 def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: OverFrame,
@@ -58,11 +72,11 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
                    f"SELECT *, {', '.join(items)} FROM ({union}) AS u WINDOW __w AS ({window})) AS r "
                    f"WHERE __new ORDER BY {T}, {SEQ}")
         retain = None
+        both = "SELECT * FROM __hist UNION ALL BY NAME SELECT * FROM __ready"
         if frame.kind == "ROWS":
-            both = "SELECT * FROM __hist UNION ALL BY NAME SELECT * FROM __ready"
             retain = (f"SELECT * EXCLUDE (__rk) FROM (SELECT *, row_number() OVER ({part}ORDER BY {T} DESC, "
                       f"{SEQ} DESC) AS __rk FROM ({both}) AS u) AS k WHERE __rk <= {frame.preceding}")
-        return OverSql(compute, retain, None, None)
+        return OverSql(compute, retain, None, None, **_last_released(partition, order, frame, schema, both))
 
     # UNBOUNDED PRECEDING: running totals before this release, plus a window over the released rows.
     parts: list[tuple[str, str, str, str, pa.DataType]] = []  # (name, per-row window, batch total, merge, type)
@@ -104,6 +118,39 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
     carry_schema = pa.schema([pa.field(p, schema.find(p).type) for p in partition] +
                              [pa.field(n, ty) for n, _, _, _, ty in parts])
     return OverSql(compute, None, carry, carry_schema)
+
+
+MIN_TIME = -(2**63)
+
+
+def _last_released(partition: tuple[str, ...], order: str, frame: OverFrame, schema: Schema, both: str) -> dict:
+    """The statements of a bounded frame's per-partition late rule (see OverSql)."""
+    P = [q(p) for p in partition]
+    on = " AND ".join(f"r.{p} IS NOT DISTINCT FROM l.{p}" for p in P) or "TRUE"
+    if P:
+        last_of_rows = (f"SELECT COALESCE(l.{LAST}, {MIN_TIME}) AS {LAST} FROM __rows AS r "
+                        f"LEFT JOIN __last AS l ON {on} ORDER BY r.{SEQ}")
+    else:
+        last_of_rows = (f"SELECT COALESCE((SELECT max({LAST}) FROM __last), {MIN_TIME}) AS {LAST} "
+                        f"FROM __rows ORDER BY {SEQ}")
+    keys = "".join(p + ", " for p in P)
+    group = f" GROUP BY {', '.join(P)}" if P else ""
+    # Flink's RowTimeRangeBoundedPrecedingFunction clears an idle partition's state (and so its last time)
+    # once the watermark reaches its cleanup timer, 1.5 frames (in ms) and 1 ms after its last row.
+    cleanup = ((frame.preceding // 1000) * 3 // 2 + 1) * 1000 if frame.kind == "RANGE" else None
+    advance = (f"SELECT {keys}max({LAST}) AS {LAST} FROM (SELECT {keys}{LAST} FROM __last UNION ALL "
+               f"SELECT {keys}epoch_us({q(order)}) AS {LAST} FROM __ready) AS u{group}")
+    if cleanup is not None:  # a partition with rows still pending has a later row: not due
+        pending = " AND ".join(f"p.{k} IS NOT DISTINCT FROM g.{k}" for k in P) or "TRUE"
+        advance = (f"SELECT * FROM ({advance}) AS g WHERE g.{LAST} + {cleanup} > ? "
+                   f"OR EXISTS (SELECT 1 FROM __pending AS p WHERE {pending})")
+    last_schema = pa.schema([pa.field(p, schema.find(p).type) for p in partition] + [pa.field(LAST, pa.int64())])
+    retain = None
+    if frame.kind == "RANGE":
+        retain = (f"SELECT r.* FROM ({both}) AS r JOIN __last AS l ON {on} "
+                  f"WHERE epoch_us(r.{q(order)}) >= l.{LAST} - {frame.preceding}")
+    return dict(last_of_rows=last_of_rows, advance_last=advance, last_schema=last_schema,
+                retain_by_partition=retain)
 
 
 def _window_agg(a: AggCall, schema: Schema) -> str:

@@ -67,7 +67,7 @@ class _Planner(JoinPlanning):
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = required_columns(root)
         self.timed_scans = scans_under_event_time(root)
-        self.window_judged = scans_judged_per_window(root)
+        self.window_judged = scans_judged_per_window(root, judges_late_events)
         times = time_kinds(root)
         if len(times) > 1:  # one watermark drives a job
             raise _unsupported("a query that uses both processing time and event time",
@@ -145,7 +145,7 @@ class _Planner(JoinPlanning):
 
     def plan_OverAggregate(self, node) -> int:
         chain, base = self.fused_input(node)
-        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
+        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)), not self.processing_time)
         return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
 
@@ -211,7 +211,8 @@ class _Planner(JoinPlanning):
                         idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
                         drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
                         per_window=not late_only and id(node) in self.window_judged,
-                        window_grids=window_grids(self.root) if id(node) in self.window_judged else ())
+                        window_grids=window_grids(self.root, judges_late_events)
+                        if id(node) in self.window_judged else ())
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -402,12 +403,46 @@ def judges_per_window(node: L.Node) -> bool:
     return isinstance(node, TopN) and node.kind == "window"
 
 
-def scans_judged_per_window(root: L.Node) -> set[int]:
-    """The scans under event time whose every event-time operator above judges lateness per window.
+def judges_late_events(node: L.Node) -> bool:
+    """A runtime operator that judges late events itself, with its Flink operator's rule (docs/time.md).
+
+    The window operators of :func:`judges_per_window`; a session window
+    (aggregated or not) emitting final results, which drops an event only
+    when the session it merges into had closed (``MergingWindowProcessFunction``);
+    and an OVER aggregate, which drops a row at or below the watermark
+    (unbounded frames, ``AbstractRowTimeUnboundedPrecedingOver``) or at or
+    below the last time it emitted for the row's partition (bounded frames,
+    ``RowTimeRangeBoundedPrecedingFunction``).
+
+    Joins judge at their sources: a two-input operator's watermark is the
+    minimum over its inputs as they stand when a row arrives, which depends
+    on how the inputs interleave, so no rule over it gives the same rows
+    whatever the batch sizes.
+    """
+    return judges_per_window(node) or judges_per_session(node) or isinstance(node, OverAggregate)
+
+
+def judges_per_session(node: L.Node) -> bool:
+    """A session window (aggregated or not) emitting final results: it judges late events per session."""
+    if isinstance(node, L.WindowAggregate):
+        return node.window.kind == "SESSION" and not node.emit.updating
+    return _is_session(node)
+
+
+def judges_on_batch_routes(node: L.Node) -> bool:
+    """The operators that judge late events themselves on the batch routes too: per window, and OVER."""
+    return judges_per_window(node) or isinstance(node, OverAggregate)
+
+
+def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
+    """The scans under event time whose every event-time operator above judges lateness itself (``judge``:
+    per window on the batch routes, :func:`judges_late_events` on the runtime).
 
     Their sources drop nothing: they cut their batches before each event
     behind the watermark, so that the operators above see the watermark
-    as it stood when the event arrived (docs/time.md).
+    as it stood when the event arrived (docs/time.md). Under a join that
+    judges lateness itself, its operator's watermark is the minimum over its
+    inputs as they stand when the row arrives, as in Flink.
     """
     timed = scans_under_event_time(root)
     other: set[int] = set()
@@ -423,8 +458,9 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
             return
         # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
         # how they interleave: the scans below judge at the source, against their own watermark.
-        below = clean and len(node.inputs) <= 1 and (
-            judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
+        judged = judge(node)
+        below = clean and (len(node.inputs) <= 1 or judged) and (
+            judged or not uses_event_time(node) or _reads_a_window_judge(node))
         for child in node.inputs:
             visit(child, below, seen)
 
@@ -432,21 +468,34 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
     return timed - other
 
 
-def window_grids(root: L.Node) -> tuple[tuple[int, int], ...]:
+# A grid every microsecond lies on: an event exactly at the watermark can be late (an OVER aggregate).
+EVERY_INSTANT = (1, 0)
+
+
+def window_grids(root: L.Node, judge=judges_per_window) -> tuple[tuple[int, int], ...]:
     """The (width, offset) of every window grid that an operator judging lateness per window uses: every
-    window end lies on one."""
+    window end lies on one. An OVER aggregate judges an event at the watermark late: ``EVERY_INSTANT``."""
     grids = []
     for n in L.walk(root):
-        if not judges_per_window(n):
+        if not judge(n):
+            continue
+        if isinstance(n, OverAggregate):
+            grids.append(EVERY_INSTANT)
+            continue
+        if not (judges_per_window(n) or (isinstance(n, Join) and n.strategy == "window")):
             continue
         spec = n.window if isinstance(n, L.WindowAggregate) else None
-        below = n.input
-        while spec is None and below is not None:
-            spec = below.window if isinstance(below, L.WindowTVF) else None
-            below = below.inputs[0] if len(below.inputs) == 1 else None
+        below = list(n.inputs)
+        while spec is None and below:
+            node = below.pop(0)
+            if isinstance(node, L.WindowTVF):
+                if node.window.kind != "SESSION" and (node.window.pane, node.window.offset) not in grids:
+                    grids.append((node.window.pane, node.window.offset))
+                continue
+            below.extend(node.inputs)
         if spec is not None and (spec.pane, spec.offset) not in grids:
             grids.append((spec.pane, spec.offset))
-    return tuple(grids)
+    return tuple(dict.fromkeys(grids))
 
 
 def _reads_a_window_judge(node: L.Node) -> bool:
