@@ -51,7 +51,13 @@ from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..physical.plan_window import time_kinds
-from ..physical.planner import required_columns, scans_judged_per_window, scans_under_event_time
+from ..physical.planner import (
+    judges_on_batch_routes,
+    judges_per_session,
+    required_columns,
+    scans_judged_per_window,
+    scans_under_event_time,
+)
 from ..types import Schema
 from .join import lower_join
 from .rank import lower_over, lower_snapshot_diff, lower_topn
@@ -176,6 +182,8 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    if not streaming:
+        _check_late_rules(root, route)
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
@@ -185,6 +193,24 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
         check_stream(root)
     if history:
         check_backfill(root, route)
+
+
+def _check_late_rules(root: L.Node, route: str) -> None:
+    """Refuse the event-time operators whose late rule (docs/time.md) one statement cannot follow: it
+    depends on the state the operator keeps as events arrive, not only on the watermark then."""
+    timed = scans_under_event_time(root)
+    for n in L.walk(root):
+        if not any(id(s) in timed for s in L.walk(n) if isinstance(s, L.Scan)):
+            continue
+        if judges_per_session(n):
+            raise _refuse(route, f"run {n.label()}",
+                          "a session drops an event behind the watermark only when the session it merges "
+                          "into had already closed, which depends on the sessions open as events arrive")
+        if isinstance(n, OverAggregate) and n.frame.kind == "RANGE" and n.frame.preceding is not None:
+            raise _refuse(route, f"run {n.label()}",
+                          "a RANGE frame forgets a partition idle for 1.5 frames (as Flink's "
+                          "RowTimeRangeBoundedPrecedingFunction), so which late rows count depends on "
+                          "the state kept as rows arrive")
 
 
 class _Lowering:
@@ -198,7 +224,7 @@ class _Lowering:
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
         self.timed = scans_under_event_time(root)
-        self.window_judged = frozenset(scans_judged_per_window(root))
+        self.window_judged = frozenset(scans_judged_per_window(root, judges_on_batch_routes))
         self.ctes: list[tuple[str, exp.Expression]] = []
         self.uses: dict[str, int] = {}
         self.done: dict[int, Rel] = {}
