@@ -182,8 +182,6 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
-    if not streaming:
-        _check_late_rules(root, route)
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
@@ -193,6 +191,8 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
         check_stream(root)
     if history:
         check_backfill(root, route)
+    if not streaming:
+        _check_late_rules(root, route)
 
 
 def _check_late_rules(root: L.Node, route: str) -> None:

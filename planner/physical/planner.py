@@ -212,7 +212,9 @@ class _Planner(JoinPlanning):
                         drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
                         per_window=not late_only and id(node) in self.window_judged,
                         window_grids=window_grids(self.root, judges_late_events)
-                        if id(node) in self.window_judged else ())
+                        if id(node) in self.window_judged else (),
+                        isolate_late=id(node) in self.window_judged and any(
+                            judges_per_session(n) for n in L.walk(self.root)))
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
