@@ -39,7 +39,11 @@ def run(ddl: list[str], sql: str, route: str) -> list[tuple]:
     q = engine.query(sql)
     engine.run_until_idle()
     assert q.done and getattr(q.job, "route", "runtime") == route
-    return sorted(tuple(_plain(v) for v in r.values()) for r in q.snapshot().to_pylist())
+    return sorted((tuple(_plain(v) for v in r.values()) for r in q.snapshot().to_pylist()), key=_nulls_first)
+
+
+def _nulls_first(row: tuple) -> list:
+    return [(v is not None, v) for v in row]
 
 
 def _plain(v):
@@ -73,3 +77,38 @@ def test_hop_whose_size_is_not_a_multiple_of_its_slide(tmp_path, route):
     rows = "SELECT v, window_start FROM TABLE(HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '4' SECOND, INTERVAL '10' SECOND))"
     assert run(ddl, rows, route) == [(0, -8), (0, -4), (0, 0), (1, 0), (1, 4), (1, 8), (2, 4), (2, 8), (3, 8),
                                      (3, 12), (3, 16), (4, 16), (4, 20)]
+
+
+INTERVAL_ROWS = [("a", 1, 10), ("b", 2, 20), ("a", 3, 30)]
+OTHER_ROWS = [("a", 10, 12), ("b", 20, 21), ("c", 30, 40)]
+
+
+@pytest.mark.parametrize("join, want", [
+    ("JOIN", []),
+    ("LEFT JOIN", [(1, None), (2, None), (3, None)]),
+    ("RIGHT JOIN", [(None, 10), (None, 20), (None, 30)]),
+    ("FULL JOIN", [(1, None), (2, None), (3, None), (None, 10), (None, 20), (None, 30)]),
+])
+def test_an_interval_join_whose_bounds_can_never_hold_runs(tmp_path, route, join, want):
+    # r.ts BETWEEN l.ts + 5 s AND l.ts - 5 s holds for no pair: an inner join is empty, an outer one pads
+    # every row of its outer side (Flink 2.3 runs it the same way).
+    ddl = [DDL.format(path=write(tmp_path, INTERVAL_ROWS, "l")).replace("STREAM s", "STREAM l"),
+           DDL.format(path=write(tmp_path, OTHER_ROWS, "r")).replace("STREAM s", "STREAM r")]
+    sql = (f"SELECT l.v AS lv, r.v AS rv FROM l {join} r ON l.k = r.k "
+           "AND r.ts BETWEEN l.ts + INTERVAL '5' SECOND AND l.ts - INTERVAL '5' SECOND")
+    assert run(ddl, sql, route) == sorted(want, key=_nulls_first)
+
+
+TOPN_ROWS = [("a", 0, 10), ("a", 1, 30), ("b", 2, 26), ("a", 3, 20), ("a", 4, 8), ("b", 5, 25), ("a", 6, 25),
+             ("a", 7, 60), ("a", 8, 55), ("a", 9, 30), ("b", 10, 90), ("a", 11, 56)]
+
+
+def test_an_expression_as_top_n_partition_key(tmp_path, route):
+    # PARTITION BY v / 4 (integer division): groups {0..3}, {4..7}, {8..11}; the largest v of each.
+    # With k too: (0, a) 3, (0, b) 2, (1, a) 7, (1, b) 5, (2, a) 11, (2, b) 10. The key is not a column.
+    ddl = [DDL.format(path=write(tmp_path, TOPN_ROWS))]
+    sql = "SELECT * FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY v / 4 ORDER BY v DESC) AS rn FROM s) WHERE rn <= 1"
+    assert run(ddl, sql, route) == [("a", 3, 1), ("a", 7, 1), ("a", 11, 1)]
+    sql = ("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY v / 4, k ORDER BY v DESC) AS rn FROM s) "
+           "WHERE rn <= 1")
+    assert run(ddl, sql, route) == [("a", 3), ("a", 7), ("a", 11), ("b", 2), ("b", 5), ("b", 10)]

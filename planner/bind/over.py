@@ -157,11 +157,17 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
     if spec.args.get("spec") is not None:
         raise ctx.error("ROW_NUMBER() takes no frame", spec.args["spec"])
     partition = []
+    keys: list[tuple[str, exp.Expression]] = []  # partition keys that are expressions (Flink: PARTITION BY x / 2)
+    taken = list(node.schema.names)
     for p in spec.args.get("partition_by") or []:
         bound = bind_scalar(p, scope, ctx.source, clause="PARTITION BY")
-        if passthrough(bound) is None:
-            raise ctx.error("ROW_NUMBER() partitions by columns", p, help="compute the key in a subquery first")
-        partition.append(passthrough(bound))
+        name = passthrough(bound)
+        if name is None:
+            name = next((n for n, e in keys if e == bound), None) or unique_name(f"__rank_key{len(keys)}", taken)
+            if all(n != name for n, _ in keys):
+                keys.append((name, bound))
+                taken.append(name)
+        partition.append(name)
     order = []
     for o in (spec.args["order"].expressions if spec.args.get("order") else []):
         bound = bind_scalar(o.this, scope, ctx.source, clause="ORDER BY")
@@ -170,8 +176,12 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
         order.append((passthrough(bound), bool(o.args.get("desc"))))
     if not order:
         raise ctx.error("ROW_NUMBER() needs ORDER BY in its window", w)
-    rank_name = unique_name(item.alias, list(node.schema.names))
-    rank = Rank(node, tuple(partition), tuple(order), rank_name, node_span(w))
+    rank_name = unique_name(item.alias, taken)
+    base = node
+    if keys:  # computed below the Top-N, hidden from the query's columns
+        pre = [(f.name, col(f.name)) for f in node.schema] + keys
+        base = L.Project(node, tuple(pre), tuple(infer_type(e, node.schema, ctx.source) for _, e in pre))
+    rank = Rank(base, tuple(partition), tuple(order), rank_name, node_span(w))
     new_scope = _scope_over(rank, scope, [rank_name])
     return rank, new_scope, [_replace(i, {id(w): rank_name}) for i in items]
 
