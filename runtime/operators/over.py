@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...planner.lower.sqlgen_over import SEQ
 from ...planner.physical.stream_specs import OverAggOp
