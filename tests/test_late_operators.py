@@ -250,3 +250,14 @@ def test_sessions_keep_the_events_flink_keeps_on_random_data():
     want = flink_sessions(data, 5, 3)
     assert sorted(got, key=lambda x: (x[0], x[1], str(x[2]))) == want
     assert late["#1 WindowAggregate"] == data.num_rows - sum(s[3] for s in want) > 3
+
+
+def test_show_progress_and_show_queries_count_what_the_session_dropped(tmp_path):
+    engine = dsms.Engine()
+    engine.execute(DDL.format(path=write(tmp_path, SESSIONS)))
+    engine.execute("CREATE MATERIALIZED VIEW m AS SELECT k, COUNT(*) AS n FROM TABLE(SESSION(TABLE s PARTITION BY k, "
+                   "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k")
+    engine.run_until_idle()
+    late = {r["operator"].split("(")[0]: r["late"] for r in engine.execute("SHOW PROGRESS m").table.to_pylist()}
+    assert late["#0 Source"] == 0 and late["#1 WindowAggregate"] == 2
+    assert engine.execute("SHOW QUERIES").table.to_pylist()[0]["late"] == 2
