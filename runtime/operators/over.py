@@ -42,7 +42,7 @@ from ..duck import conform, registered
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .source import int64_values
 
-_PENDING, _HISTORY, _CARRY, _LAST = 0, 1, 2, 3
+_PENDING, _HISTORY, _CARRY = 0, 1, 2
 
 
 class OverAggLogic(CountsLate, Logic):
@@ -50,6 +50,7 @@ class OverAggLogic(CountsLate, Logic):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.state = env.state.panes(spec.id, "rows")
+        self.last = env.state.panes(spec.id, "last_released")  # bounded frames: one table, per partition
         self.seq = env.state.value(spec.id, "seq", 0)
         self.fired = env.state.value(spec.id, "released_until", MIN_WATERMARK)
         self.count_late(env, spec.id)
@@ -84,7 +85,7 @@ class OverAggLogic(CountsLate, Logic):
             return np.zeros(len(times), dtype=bool)
         if self.spec.last_of_rows_sql is None:  # UNBOUNDED
             return times <= fired
-        last = self._take(_LAST, self.spec.last_schema)
+        last = self._take(0, self.spec.last_schema, self.last)
         if last.num_rows == 0:
             return np.zeros(len(times), dtype=bool)
         with registered(self.con, __rows=rows, __last=last):
@@ -109,8 +110,8 @@ class OverAggLogic(CountsLate, Logic):
         out = self._release(ready, watermark)
         return [conform(out, self.spec.schema)] if out.num_rows else []
 
-    def _take(self, key: int, schema: pa.Schema) -> pa.Table:
-        tables = self.state.get(key)
+    def _take(self, key: int, schema: pa.Schema, state=None) -> pa.Table:
+        tables = (self.state if state is None else state).get(key)
         if not tables:
             return schema.empty_table()
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
@@ -141,11 +142,11 @@ class OverAggLogic(CountsLate, Logic):
         rows its later rows can reach: within the frame of that time (a late row comes after it)."""
         spec = self.spec
         params = [watermark] if "?" in spec.advance_last_sql else None
-        with registered(self.con, __last=self._take(_LAST, spec.last_schema),
+        with registered(self.con, __last=self._take(0, spec.last_schema, self.last),
                         __pending=self._take(_PENDING, self.row_schema)):
             last = self.con.sql(spec.advance_last_sql, params=params).to_arrow_table()
         last = conform(last, spec.last_schema)
-        self.state.replace(_LAST, last)
+        self.last.replace(0, last)
         if spec.retain_by_partition_sql is None:
             return kept
         with registered(self.con, __last=last):
