@@ -389,8 +389,13 @@ SHAPES = [
     Shape("cql_rows_window", "SELECT k, v, ts FROM s [PARTITION BY k ROWS 2]",
           "SELECT k, v, ts FROM s_all QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, v NULLS FIRST) <= 2"),
     Shape("cql_rows_window_aggregate_istream", "ISTREAM(SELECT k, SUM(v) AS sv FROM s [PARTITION BY k ROWS 3] "
-          "GROUP BY k)", "SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s"),
+          "GROUP BY k)",
+          # an OVER ROWS frame underneath: Flink's late rule for it (see over_rows_ties_in_arrival_order)
+          "SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s_arr_seq AS i "
+          "WHERE NOT EXISTS (SELECT 1 FROM s_arr_seq AS j WHERE j.k IS NOT DISTINCT FROM i.k AND j.seq < i.seq "
+          "AND j.ts BETWEEN i.ts AND i.wm AND (j.wm IS NULL OR j.wm < i.wm))"),
     Shape("cql_rows_window_aggregate", "SELECT k, MAX(v) AS hi FROM s [PARTITION BY k ROWS 3] GROUP BY k",
+          # the latest row per key (a Top-N by time) judges late events at the source: only on-time rows
           "SELECT k, MAX(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s "
           "QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
     Shape("cql_relation", "SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k",

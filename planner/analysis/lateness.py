@@ -18,7 +18,7 @@ from ..logical.rank import TopN
 
 
 def is_session_tvf(node: L.Node) -> bool:
-    return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
+    return isinstance(node, L.WindowTVF) and node.window.type.merging
 
 
 def uses_event_time(node: L.Node) -> bool:
@@ -29,7 +29,7 @@ def uses_event_time(node: L.Node) -> bool:
     what consumes the windows judges lateness.
     """
     if isinstance(node, L.WindowTVF):
-        return node.window.kind == "SESSION"
+        return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
         return True
     if isinstance(node, TopN):
@@ -75,7 +75,7 @@ def judges_per_window(node: L.Node) -> bool:
     arrived; the event still counts in the windows that are open.
     """
     if isinstance(node, L.WindowAggregate):
-        return node.window.kind != "SESSION" and not node.emit.updating
+        return not node.window.type.merging and not node.emit.updating
     return isinstance(node, TopN) and node.kind == "window"
 
 
@@ -101,7 +101,7 @@ def judges_late_events(node: L.Node) -> bool:
 def judges_per_session(node: L.Node) -> bool:
     """A session window (aggregated or not) emitting final results: it judges late events per session."""
     if isinstance(node, L.WindowAggregate):
-        return node.window.kind == "SESSION" and not node.emit.updating
+        return node.window.type.merging and not node.emit.updating
     return is_session_tvf(node)
 
 
@@ -165,7 +165,7 @@ def window_grids(root: L.Node, judge=judges_per_window) -> tuple[tuple[int, int]
         while spec is None and below:
             node = below.pop(0)
             if isinstance(node, L.WindowTVF):
-                if node.window.kind != "SESSION" and (node.window.pane, node.window.offset) not in grids:
+                if not node.window.type.merging and (node.window.pane, node.window.offset) not in grids:
                     grids.append((node.window.pane, node.window.offset))
                 continue
             below.extend(node.inputs)

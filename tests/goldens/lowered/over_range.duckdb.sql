@@ -1,0 +1,1 @@
+-- refused: the duckdb route cannot run OverAggregate(partition by bidder, order by ts, RANGE 10s PRECEDING, aggs=[SUM(price) AS __over0]): a RANGE frame forgets a partition idle for 1.5 frames (as Flink's RowTimeRangeBoundedPrecedingFunction), so which late rows count depends on the state kept as rows arrive; the runtime can (SET 'engine' = 'runtime')

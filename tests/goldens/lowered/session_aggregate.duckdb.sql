@@ -1,0 +1,1 @@
+-- refused: the duckdb route cannot run WindowAggregate(SESSION(ts, gap=30s, partition by bidder), keys=[bidder], aggs=[COUNT(*) AS agg0]): a session drops an event behind the watermark only when the session it merges into had already closed, which depends on the sessions open as events arrive; the runtime can (SET 'engine' = 'runtime')
