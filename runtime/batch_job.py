@@ -114,11 +114,14 @@ class BatchJob(Lifecycle):
 
     def _hand_over(self) -> None:
         while self._results:
-            table = self._results.pop(0)
-            if self.updating:
-                table = table.append_column(OP, pa.array(np.zeros(table.num_rows, dtype=np.int8)))
-            self.metrics.rows_out += table.num_rows
-            self.output.write(table)
+            self._write(self._results.pop(0))
+
+    def _write(self, table: pa.Table) -> None:
+        """One result table to the output (an updating result's rows are all inserts)."""
+        if self.updating:
+            table = table.append_column(OP, pa.array(np.zeros(table.num_rows, dtype=np.int8)))
+        self.metrics.rows_out += table.num_rows
+        self.output.write(table)
 
     def run(self) -> None:
         while self.runnable and self.step():

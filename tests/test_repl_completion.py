@@ -87,7 +87,7 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("CREATE STREAM s (a BIGINT) WITH (connector = 'file', path = 'x', format = 'json', 'on_error' = |",
      ["'fail'", "'skip'"]),
     ("CREATE STREAM s (a BIGINT) WITH (connector = 'filesystem', format = |",
-     ["'json'", "'csv'", "'parquet'", "'debezium-json'"]),
+     ["'json'", "'csv'", "'parquet'", "'raw'", "'debezium-json'"]),
     ("CREATE SINK k WITH (connector = 'file', |", ["format", "path", "csv.delimiter", "sink.mode"]),
     ("CREATE SINK k WITH (connector = 'print', |", ["'print-identifier'", "'standard-error'"]),
     ("CREATE STREAM s (id BIGINT, ts TIMESTAMP(3)) WITH (connector = 'datagen', 'number-of-rows' = '5', 'fields.i|",
