@@ -34,6 +34,7 @@ from sqlglot.tokens import TokenType
 from .diagnostics import Diagnostic, Span
 from .errors import SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
+from .json_functions import JSON_FUNCTION_PARSERS, JSON_FUNCTIONS, is_json
 from .stream_syntax import (
     R2S_KINDS,
     CqlWindow,
@@ -111,7 +112,11 @@ class Dsms(Dialect):
         FUNC_TOKENS = parser.Parser.FUNC_TOKENS | {TokenType.SESSION}
         ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
 
-        FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS}
+        FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS, **JSON_FUNCTIONS}
+
+        def _parse_is(self, this):
+            # s IS [NOT] JSON [VALUE|OBJECT|ARRAY|SCALAR], as DuckDB json calls (grammar/json_functions.py)
+            return is_json(super()._parse_is(this))
 
         def _parse_csv(self, parse_method, sep=TokenType.COMMA):
             # sqlglot skips an empty item (``SELECT a, FROM s``, ``f(a,,b)``); Flink refuses it.
@@ -131,6 +136,7 @@ class Dsms(Dialect):
         FUNCTION_PARSERS = {
             **parser.Parser.FUNCTION_PARSERS,
             **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP
+            **JSON_FUNCTION_PARSERS,  # JSON_VALUE ... RETURNING ... ON EMPTY, JSON_OBJECT(KEY k VALUE v), ...
             **{kind: _window_parser(kind) for kind in WINDOW_KINDS},
             "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
             **{kind: (lambda self, k=kind: parse_relation_to_stream(self, k)) for kind in R2S_KINDS},

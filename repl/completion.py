@@ -50,7 +50,7 @@ DROP_KINDS = {"STREAM": ("stream",), "TABLE": ("table",), "VIEW": ("view",), "SI
               "MATERIALIZED": ("materialized view",)}
 EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREATE SINK", "CREATE MATERIALIZED VIEW")
 TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY")
-META_COMMANDS = ("\\d", "\\i", "\\x", "\\help", "\\q")
+META_COMMANDS = ("\\d", "\\i", "\\x", "\\pset", "\\help", "\\q")
 RELATION_KINDS = ("stream", "table", "view", "materialized view")
 # After these a word is a clause keyword, not an alias.
 _NOT_ALIAS = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "ON",

@@ -21,6 +21,11 @@ its dependencies and the files at the same paths.
 
 Results are collected as Arrow and handed to the output on the driver,
 which writes the sink file (a sink is one file, as on every route).
+
+The JVM's own output (log4j's console, the launcher's warnings, Python
+workers' stderr) never reaches the terminal: the JVM is started with its
+standard error on ``spark-<pid>.log`` under ``$DSMS_LOG_DIR`` (default:
+``dsms/`` in the temporary folder), which Spark's error messages name.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from functools import partial
 
 import pyarrow as pa
@@ -88,7 +94,8 @@ def spark_session(settings: dict):
         for key, value in settings.items():
             if key.startswith("spark.") and key != "spark.master":
                 builder = builder.config(key, value)
-        _session = builder.getOrCreate()
+        with _stderr_to(spark_log_path()):  # the JVM, started here, keeps this standard error
+            _session = builder.getOrCreate()
         if not master.startswith("local"):  # a cluster's workers get the driver's dsms from the session
             ship_to_executors(_session.sparkContext)
         if "spark.log.level" not in settings:
@@ -100,6 +107,32 @@ def spark_session(settings: dict):
     return _session
 
 
+def spark_log_path() -> str:
+    """Where the JVM of this process's Spark session writes its logs."""
+    folder = os.environ.get("DSMS_LOG_DIR") or os.path.join(tempfile.gettempdir(), "dsms")
+    return os.path.join(folder, f"spark-{os.getpid()}.log")
+
+
+@contextmanager
+def _stderr_to(path: str):
+    """File descriptor 2 on ``path`` meanwhile (processes started meanwhile keep it); as it was afterwards."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # no log folder: Spark's output goes where it would have gone
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(log, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
 class SparkExecutor:
     """Runs lowered Spark SQL statements."""
 
@@ -109,6 +142,14 @@ class SparkExecutor:
     def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
         self.settings = settings or {}
         self.batch_rows = batch_rows
+        self.group = f"dsms-{id(self):x}"  # Spark's jobs for this statement, to cancel them together
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Cancel the statement's Spark jobs (from another thread: Ctrl-C, DROP QUERY)."""
+        self.interrupted = True
+        if _session is not None and _session._jsc is not None:
+            _session.sparkContext.cancelJobGroup(self.group)
 
     def run(self, lowered: Lowered, write, out_schema: pa.Schema, parts: DirectorySink | None = None) -> RunStats:
         """Run ``lowered``: its rows to ``write`` on the driver, or written by the executors as ``parts``."""
@@ -116,6 +157,9 @@ class SparkExecutor:
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         spark = spark_session(self.settings)
         stats.startup_seconds = time.perf_counter() - began
+        if self.interrupted:
+            raise RouteError("the Spark statement was interrupted")
+        spark.sparkContext.setJobGroup(self.group, "dsms statement", interruptOnCancel=True)
         scans = BoundedScans(spark, self.batch_rows)
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
@@ -130,6 +174,8 @@ class SparkExecutor:
                         write(table)
                     stats.rows_out = table.num_rows
             except Exception as e:  # noqa: BLE001 - Spark's errors come through Py4J
+                if self.interrupted:
+                    raise RouteError("the Spark statement was interrupted") from None
                 raise _translate(e) from None
             scans.finish()
         finally:
@@ -267,7 +313,7 @@ def _translate(e: Exception) -> Exception:
     if found is not None:
         return found
     first = next((line for line in text.splitlines() if line.strip()), type(e).__name__)
-    return RouteError(f"Spark could not run the lowered statement: {first}")
+    return RouteError(f"Spark could not run the lowered statement: {first} (Spark's log: {spark_log_path()})")
 
 
 ROUTE = BatchRoute("spark", SparkExecutor)

@@ -28,6 +28,8 @@ def uses_event_time(node: L.Node) -> bool:
     windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
     what consumes the windows judges lateness.
     """
+    if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
+        return True
     if isinstance(node, L.WindowTVF):
         return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):

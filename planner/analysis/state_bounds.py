@@ -65,6 +65,8 @@ def apply_state_ttl(root: L.Node, ttl_us: int | None) -> L.Node:
 
 def state_bound(node: L.Node) -> str | None:
     """What bounds ``node``'s state, in words (None: it keeps none)."""
+    if hasattr(node, "state_description"):  # nodes that say it themselves (logical/sort.py)
+        return node.state_description()
     if isinstance(node, Join):
         return node.retention()
     if isinstance(node, L.Aggregate):

@@ -71,6 +71,11 @@ def bind_named(name: Name, ctx: BindContext) -> L.Node:
         return cte[0]
     obj = ctx.catalog.require(name, ctx.source)
     if isinstance(obj, SourceDef):
+        fmt = obj.descriptor.format(obj.options.get("format") or obj.options.get("value.format"))
+        if not (obj.descriptor.source or obj.descriptor.lookup) or (fmt is not None and not fmt.source):
+            what = f"connector '{obj.connector}'" if fmt is None or fmt.source else f"format '{fmt.name}'"
+            raise ctx.error(f"{obj.kind} '{obj.name}' cannot be read: its {what} is only written",
+                            span=name.span, help=f"INSERT INTO {obj.name} SELECT ... writes to it")
         return L.Scan(obj)
     if isinstance(obj, (ViewDef, MaterializedViewDef)):
         if obj.name.lower() in ctx.views:

@@ -60,6 +60,7 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
+from ..logical.sort import Limit, TemporalSort
 from .sql import RUNTIME, LoweringRefused, alias, c, micros
 
 BATCH_TOO = "and over bounded files (watch = 'false') the duckdb and spark batch routes can"
@@ -147,6 +148,9 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
                StreamOf: "Structured Streaming has no CQL relations",
                LateScan: "Spark drops late events without handing them on"}[type(n)]
         raise _refuse(f"run {n.label()}", stream, why, batch_too=not isinstance(n, StreamOf))
+    if isinstance(n, (TemporalSort, Limit)):
+        raise _refuse(f"run {n.label()}", stream, "Structured Streaming's append mode neither sorts a stream nor "
+                      "stops after its first rows")
     if isinstance(n, L.WindowTVF) and n.window.type.merging:
         raise _refuse(f"run {n.label()} without an aggregate", stream,
                       "Spark assigns sessions only when it aggregates them (session_window)")

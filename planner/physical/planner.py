@@ -31,6 +31,7 @@ from ..errors import UnsupportedPlan
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..logical.late import LateScan
+from ..logical.sort import Limit, TemporalSort
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
@@ -40,6 +41,7 @@ from ..vocabulary import ADDITIONS, RETRACTIONS
 from ..windows import floor_to
 from .plan_joins import JoinPlanning
 from .plan_window import over_fields, session_fields, time_kinds, topn_fields
+from .sort_specs import LimitOp, TemporalSortOp
 from .specs import (
     OP,
     PANE,
@@ -61,6 +63,13 @@ _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
 
 def plan_physical(root: L.Node) -> PhysicalPlan:
     return _Planner(root).build()
+
+
+def plan_physical_roots(root: L.Node, roots: tuple[L.Node, ...]) -> PhysicalPlan:
+    """The DAG under ``root`` with one output per node of ``roots`` (a statement set's INSERTs)."""
+    planner = _Planner(root)
+    outputs = tuple(planner.op_for(r) for r in roots)
+    return PhysicalPlan(tuple(planner.ops), outputs[0], outputs=outputs)
 
 
 class _Planner(JoinPlanning):
@@ -162,6 +171,13 @@ class _Planner(JoinPlanning):
         inner = S.chain_sql(chain) if chain else None
         fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), inner)
         return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+    def plan_TemporalSort(self, node: TemporalSort) -> int:
+        return self.add(TemporalSortOp, node, (self.op_for(node.input),), node.label(),
+                        time_column=node.time_column, keys=node.keys)
+
+    def plan_Limit(self, node: Limit) -> int:
+        return self.add(LimitOp, node, (self.op_for(node.input),), node.label(), count=node.count)
 
     def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
         chain, base = self.fused_input(node)

@@ -81,3 +81,6 @@ SELECT
   "window_end",
   "volume"
 FROM "n4"
+ORDER BY
+  "window_end",
+  "window_start"

@@ -103,3 +103,6 @@ SELECT
   `window_end`,
   `volume`
 FROM `n6`
+ORDER BY
+  `window_end` NULLS LAST,
+  `window_start` NULLS LAST
