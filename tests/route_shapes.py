@@ -306,6 +306,13 @@ SHAPES = [
           f"SELECT ws, k, v, price FROM (SELECT {tumble(10)} AS ws, k, v, price, row_number() OVER (PARTITION BY ws "
           "ORDER BY v DESC NULLS LAST, k NULLS FIRST, price NULLS FIRST) AS rn FROM s_arr "
           f"WHERE {OPEN.format(end=tumble(10) + ' + INTERVAL 10 SECOND')}) WHERE rn <= 2"),
+    Shape("window_top_n_rank", "SELECT window_start, k, v, price FROM (SELECT window_start, window_end, k, v, price, "
+          "RANK() OVER (PARTITION BY window_start, window_end ORDER BY b DESC) AS rn FROM (SELECT *, v / 30 AS b "
+          "FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)))) WHERE rn <= 2",
+          # ties on v / 30 (an integer division, toward zero) share a rank and stay together
+          f"SELECT ws, k, v, price FROM (SELECT {tumble(10)} AS ws, k, v, price, rank() OVER (PARTITION BY ws "
+          "ORDER BY trunc(v / 30) DESC NULLS LAST) AS rn FROM s_arr "
+          f"WHERE {OPEN.format(end=tumble(10) + ' + INTERVAL 10 SECOND')}) WHERE rn <= 2"),
     Shape("top_keys_per_window", "SELECT window_start, k, n FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
           "window_start, window_end ORDER BY n DESC) AS rn FROM (SELECT window_start, window_end, k, COUNT(*) AS n "
           "FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '20' SECOND)) GROUP BY window_start, window_end, k)) "

@@ -190,6 +190,9 @@ SUM_INT = "SUM of an INT column is INT in Flink (it can overflow), BIGINT in dsm
 AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires: runtime/operators/window_agg.py "
                "_final divides decimal128(38, s) by the count cast to decimal128(38, s), and Arrow's result "
                "precision is out of range (the non-windowed AVG is right)")
+RANK_TOP_N = ("Flink 2.3 refuses RANK() and DENSE_RANK() in a streaming Top-N ('RANK() on streaming table is not "
+              "supported currently') and in a window Top-N ('only ROW_NUMBER() is supported'); dsms runs them "
+              "(ties share a rank and stay together; tests/test_topn_rank.py checks the rows against DuckDB)")
 DECIMAL_LITERAL = ("a literal with a decimal point (3.0) is a DECIMAL in Flink, so INT / 3.0 is a DECIMAL(p, 6) "
                    "rounded to 6 places and INT * 1.5 a DECIMAL; dsms reads the literal as a DOUBLE")
 CASES = [
@@ -341,6 +344,14 @@ CASES = [
     {"name": "top_n_expression_partition_key",
      "sql": """SELECT id, v, price FROM (SELECT id, v, price, ROW_NUMBER() OVER (PARTITION BY v / 25
                ORDER BY price DESC, id) AS rn FROM ev2) WHERE rn <= 2"""},
+    {"name": "top_n_rank_ties", "known": {"error": RANK_TOP_N},
+     "sql": """SELECT k, v, id, rk FROM (SELECT k, v, id, RANK() OVER (PARTITION BY k ORDER BY b DESC) AS rk
+               FROM (SELECT k, v, id, v / 20 AS b FROM ev2)) WHERE rk <= 2"""},
+    {"name": "top_n_dense_rank_window", "known": {"error": RANK_TOP_N},
+     "sql": f"""SELECT window_start, k, n, rk FROM (SELECT *, DENSE_RANK() OVER (
+                  PARTITION BY window_start, window_end ORDER BY n DESC) AS rk
+                FROM (SELECT window_start, window_end, k, COUNT(*) AS n FROM {tvf('TUMBLE', 'ev2', S10)}
+                      {GROUP_W}, k)) WHERE rk <= 2"""},
     {"name": "extract_and_floor_units",
      "sql": """SELECT id, EXTRACT(MILLISECOND FROM ts) AS ms, EXTRACT(EPOCH FROM ts) AS ep,
                       EXTRACT(DECADE FROM ts) AS de, EXTRACT(CENTURY FROM ts) AS ce, EXTRACT(MILLENNIUM FROM ts) AS mi,

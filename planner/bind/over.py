@@ -7,7 +7,8 @@ SECOND PRECEDING AND CURRENT ROW)`` (or ``ROWS BETWEEN n PRECEDING``, or
 by one time attribute ascending, the frame ends at the current row, and
 all OVER aggregates of a SELECT share one window.
 
-``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` becomes a
+``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` (or ``RANK()``,
+``DENSE_RANK()``) becomes a
 :class:`~logical.rank.Rank`; the enclosing query's ``WHERE rn <= N`` (or
 ``rn = 1``) turns it into a :class:`~logical.rank.TopN`
 (:func:`merge_rank_filter`); a Rank left without one is an error
@@ -27,6 +28,13 @@ from .aggregate import Unnamed, _agg_parts, _agg_type
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, passthrough
 
+# The numbering functions a Top-N filters on, by their logical name (logical/rank.py RANK_FUNCTIONS).
+RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+
+
+def _fname(w: exp.Window) -> str:
+    return f"{RANKING[type(w.this)].upper()}()"
+
 
 def has_over(items: list[exp.Expression]) -> bool:
     return any(item.find(exp.Window) is not None for item in items)
@@ -37,10 +45,10 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
     named = {w.name.lower(): w for w in select.args.get("windows") or []}
     windows = [w for item in items for w in item.find_all(exp.Window)]
     resolved = [_resolve(w, named, ctx) for w in windows]
-    ranks = [w for w, r in zip(windows, resolved) if isinstance(w.this, exp.RowNumber)]
+    ranks = [w for w, r in zip(windows, resolved) if type(w.this) in RANKING]
     if ranks:
         if len(windows) > 1:
-            raise ctx.error("ROW_NUMBER() OVER must be the only OVER expression of its SELECT", windows[1])
+            raise ctx.error(f"{_fname(ranks[0])} OVER must be the only OVER expression of its SELECT", windows[1])
         return _bind_rank(node, scope, items, windows[0], resolved[0], ctx)
 
     first = resolved[0]
@@ -152,10 +160,10 @@ def _frame(w: exp.Window, ctx: BindContext) -> OverFrame:
 def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Window, ctx: BindContext):
     item = next(i for i in items if w in list(i.find_all(exp.Window)))
     if not (isinstance(item, exp.Alias) and item.this is w):
-        raise ctx.error("give ROW_NUMBER() OVER (...) a name (AS rn) and filter on it in the enclosing query", w,
+        raise ctx.error(f"give {_fname(w)} OVER (...) a name (AS rn) and filter on it in the enclosing query", w,
                         help="SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= 3")
     if spec.args.get("spec") is not None:
-        raise ctx.error("ROW_NUMBER() takes no frame", spec.args["spec"])
+        raise ctx.error(f"{_fname(w)} takes no frame", spec.args["spec"])
     partition, keys, taken = _rank_partition(node, scope, spec, ctx)
     order = _rank_order(scope, w, spec, ctx)
     rank_name = unique_name(item.alias, taken)
@@ -163,7 +171,7 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
     if keys:  # computed below the Top-N, hidden from the query's columns
         pre = [(f.name, col(f.name)) for f in node.schema] + keys
         base = L.Project(node, tuple(pre), tuple(infer_type(e, node.schema, ctx.source) for _, e in pre))
-    rank = Rank(base, tuple(partition), tuple(order), rank_name, node_span(w))
+    rank = Rank(base, tuple(partition), tuple(order), rank_name, node_span(w), RANKING[type(w.this)])
     new_scope = _scope_over(rank, scope, [rank_name])
     return rank, new_scope, [_replace(i, {id(w): rank_name}) for i in items]
 
@@ -192,10 +200,10 @@ def _rank_order(scope: Scope, w: exp.Window, spec: exp.Window, ctx: BindContext)
     for o in (spec.args["order"].expressions if spec.args.get("order") else []):
         bound = bind_scalar(o.this, scope, ctx.source, clause="ORDER BY")
         if passthrough(bound) is None:
-            raise ctx.error("ROW_NUMBER() orders by columns", o, help="compute the value in a subquery first")
+            raise ctx.error(f"{_fname(w)} orders by columns", o, help="compute the value in a subquery first")
         order.append((passthrough(bound), bool(o.args.get("desc"))))
     if not order:
-        raise ctx.error("ROW_NUMBER() needs ORDER BY in its window", w)
+        raise ctx.error(f"{_fname(w)} needs ORDER BY in its window", w)
     return order
 
 
@@ -264,7 +272,7 @@ def merge_rank_filter(node: L.Node, ctx: BindContext, where: exp.Expression) -> 
         return node
     if limit < 1:
         raise ctx.error("the row number bound must keep at least one row", where)
-    out: L.Node = TopN(rank.input, rank.partition_by, rank.order_by, limit, rank.rank_name)
+    out: L.Node = TopN(rank.input, rank.partition_by, rank.order_by, limit, rank.rank_name, function=rank.function)
     for p in reversed(chain):
         out = p.with_inputs((out,))
     for c in rest:
@@ -307,7 +315,7 @@ def check_ranks(root: L.Node, ctx: BindContext) -> None:
     """A ROW_NUMBER that no filter bounded is refused (it would rank an unbounded stream)."""
     for n in L.walk(root):
         if isinstance(n, Rank):
-            raise ctx.error("ROW_NUMBER() OVER (...) needs a filter on it in the enclosing query: WHERE rn <= N "
-                            "(Top-N) or rn = 1 (deduplication)", span=n.span,
+            raise ctx.error(f"{n.function.upper()}() OVER (...) needs a filter on it in the enclosing query: "
+                            "WHERE rn <= N (Top-N) or rn = 1 (deduplication)", span=n.span,
                             help="SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= 3")
 

@@ -1,4 +1,4 @@
-"""Logical nodes for Top-N and deduplication (ROW_NUMBER() OVER ... filtered by the row number)."""
+"""Logical nodes for Top-N and deduplication (ROW_NUMBER(), RANK() or DENSE_RANK() OVER ... filtered by it)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from sqlglot import exp
 from ...grammar import Span
 from ..types import Field, Schema
 from .nodes import APPEND, UPDATING, Filter, Node, Project, Unary, WindowAggregate, WindowTVF, _derive
+
+# How rows are numbered within a partition: ROW_NUMBER numbers every row (ties broken by the other columns);
+# RANK gives tied rows one number and skips the numbers they took; DENSE_RANK skips none.
+RANK_FUNCTIONS = ("row_number", "rank", "dense_rank")
 
 
 def describe_order(order_by: tuple[tuple[str, bool], ...]) -> str:
@@ -54,7 +58,8 @@ def _window_names(node: Node, partition_by: tuple[str, ...]):
 
 @dataclass(frozen=True, eq=False)
 class Rank(Unary):
-    """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)`` before a filter on it makes it a Top-N.
+    """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)`` (or ``RANK()``, ``DENSE_RANK()``: ``function``)
+    before a filter on it makes it a Top-N.
 
     Only a step of binding: the enclosing query must bound the row number
     (``WHERE rn <= N`` or ``rn = 1``), which turns it into a :class:`TopN`.
@@ -64,6 +69,7 @@ class Rank(Unary):
     order_by: tuple[tuple[str, bool], ...]  # (column, descending)
     rank_name: str
     span: Span | None = None
+    function: str = "row_number"
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -79,6 +85,11 @@ class Rank(Unary):
 @dataclass(frozen=True, eq=False)
 class TopN(Unary):
     """The first ``limit`` rows of each partition in an order; the row number is column ``rank_name``.
+
+    ``function``: ``row_number`` keeps exactly ``limit`` rows (ties broken
+    by the other columns); ``rank`` and ``dense_rank`` keep every row whose
+    rank is at most ``limit``, so rows tied on the ORDER BY stay or go
+    together.
 
     ``kind`` (derived):
 
@@ -96,6 +107,7 @@ class TopN(Unary):
     limit: int
     rank_name: str
     ttl: int = 0  # global Top-N, deduplication: partitions not touched for this long are dropped (state.ttl)
+    function: str = "row_number"
     kind: str = field(init=False)
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
@@ -108,7 +120,8 @@ class TopN(Unary):
         window = window_source(self.input, self.partition_by)
         if append and window is not None:
             kind = "window"
-        elif append and self.limit == 1 and order_field is not None and (order_field.rowtime or order_field.proctime):
+        elif append and self.limit == 1 and self.function == "row_number" and order_field is not None \
+                and (order_field.rowtime or order_field.proctime):
             kind = "last" if self.order_by[0][1] else "first"
         else:
             kind = "global"
@@ -122,4 +135,5 @@ class TopN(Unary):
         what = {"window": "WindowTopN", "first": "Deduplicate(first)", "last": "Deduplicate(last)",
                 "global": "TopN"}[self.kind]
         part = f"partition by {', '.join(self.partition_by)}, " if self.partition_by else ""
-        return f"{what}({part}order by {describe_order(self.order_by)}, n={self.limit})"
+        ranked = "" if self.function == "row_number" else f", {self.function}"
+        return f"{what}({part}order by {describe_order(self.order_by)}, n={self.limit}{ranked})"

@@ -42,6 +42,7 @@ from .sql import (
     window,
 )
 from .sqlgen import lit
+from .sqlgen_topn import RANKING
 from .window import aggregate
 
 
@@ -116,9 +117,11 @@ def lower_topn(lw, node: TopN):
         kept = names if node.kind == "global" else [n for n in names if n in keep]
         order = [desc(c(col), nulls_first=False) if d else asc(c(col)) for col, d in node.order_by]
         ordered = {col for col, _ in node.order_by}
-        order += [asc(c(n)) for n in kept if n not in ordered]
+        if node.function == "row_number":  # RANK and DENSE_RANK rank ties alike
+            order += [asc(c(n)) for n in kept if n not in ordered]
         limit = node.limit
-    ranked = exp.select(*[c(n) for n in names], alias(window(exp.RowNumber(), part, order), node.rank_name)) \
+    func = RANKING[node.function]()
+    ranked = exp.select(*[c(n) for n in names], alias(window(func, part, order), node.rank_name)) \
         .from_(lw.use(src))
     if node.kind == "window" and src.ordered:  # a row whose window had fired when it arrived is late
         ranked = ranked.where(open_window(micros(c(window_end_column(node.input, node.partition_by)))))

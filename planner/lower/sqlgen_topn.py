@@ -3,8 +3,9 @@
 Rows are ranked by the ORDER BY of ``ROW_NUMBER()``, with NULLs smallest
 (first ascending, last descending, as in Flink); ties are broken by the
 other columns, ascending, so the chosen rows never depend on arrival
-order or batching. The runtime registers its inputs under the names each
-statement reads.
+order or batching. ``RANK()`` and ``DENSE_RANK()`` rank by the ORDER BY
+alone: tied rows share a rank and are kept or dropped together. The
+runtime registers its inputs under the names each statement reads.
 
 - window Top-N: ``rank`` over ``__ready`` (the rows of closed windows);
 - global Top-N: ``__input`` (a batch, with ``__op`` when updating) is
@@ -65,38 +66,53 @@ class TopNSql:
     tables: tuple[str, ...] = ()
 
 
-def order_keys(order: tuple[tuple[str, bool], ...], columns: list[str]) -> list[exp.Ordered]:
-    """The ranking order: the ORDER BY (NULLs smallest), then the other columns ascending as a tie-break."""
+def order_keys(order: tuple[tuple[str, bool], ...], columns: list[str],
+               function: str = "row_number") -> list[exp.Ordered]:
+    """The ranking order: the ORDER BY (NULLs smallest), then (ROW_NUMBER) the other columns ascending as a
+    tie-break."""
     keys = [desc(c) if descending else asc(c, nulls_first=True) for c, descending in order]
+    if function != "row_number":
+        return keys
     ordered = {c for c, _ in order}
     return keys + [asc(c, nulls_first=True) for c in columns if c not in ordered]
 
 
+RANKING = {"row_number": exp.RowNumber, "rank": exp.Rank, "dense_rank": exp.DenseRank}
+
+
 def _ranked(source: exp.Expression, partition: list[str], order: list[exp.Ordered], names: list[str],
-            limit: int) -> exp.Select:
-    """The first ``limit`` rows of ``source`` per partition by ``order``, with their rank."""
-    numbered = select_from(source, None, star(), exp.alias_(row_number(cols(partition), order), RANK))
+            limit: int, function: str = "row_number") -> exp.Select:
+    """The rows of ``source`` ranked at most ``limit`` per partition by ``order``, with their rank."""
+    numbered = select_from(source, None, star(), exp.alias_(exp.Window(
+        this=RANKING[function](), partition_by=cols(partition) or None, order=exp.Order(expressions=order)), RANK))
     return select_from(sub(numbered, "r"), None, *cols(names), exp.column(RANK)).where(
         exp.LTE(this=exp.column(RANK), expression=lit(limit)))
 
 
-def window_topn_sql(columns: list[str], partition: tuple[str, ...], order, limit: int, window_end: str) -> TopNSql:
+def window_topn_sql(columns: list[str], partition: tuple[str, ...], order, limit: int, window_end: str,
+                    function: str = "row_number") -> TopNSql:
     P = list(partition)
-    rank = _ranked(table("__ready"), P, order_keys(order, columns), columns, limit) \
+    rank = _ranked(table("__ready"), P, order_keys(order, columns, function), columns, limit, function) \
         .order_by(asc(window_end), *[asc(p) for p in P], asc(exp.column(RANK)))
     return TopNSql(rank=render(rank))
 
 
 def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], order, limit: int,
-                    updating_input: bool, input_sql: exp.Expression | None) -> TopNSql:
-    """``schema``: the input columns kept (without __op); ``input_sql``: the query of the rows, if not the batch."""
+                    updating_input: bool, input_sql: exp.Expression | None, function: str = "row_number",
+                    with_rank: bool = False) -> TopNSql:
+    """``schema``: the input columns kept (without __op); ``input_sql``: the query of the rows, if not the batch.
+
+    ``with_rank``: the rank is read and several rows can share it (RANK, DENSE_RANK), so the changes are
+    the multiset difference of the rows with their rank (``__rn``)."""
     columns = [f.name for f in schema]
+    compared = columns + [RANK] if with_rank else columns
     rows_t, d, t, m, top, out = (f"__topn_rows_{op_id}", f"__topn_d_{op_id}", f"__touched_{op_id}",
                                  f"__topn_m_{op_id}", f"__top_{op_id}", f"__topn_out_{op_id}")
     P = list(partition)
     source = sub(input_sql, "b") if input_sql is not None else table("__input", "b")
     ddl = [(f.name, f.type) for f in schema]
-    setup = (create_table(rows_t, ddl + [("__n", pa.int64())]), create_table(out, ddl))
+    setup = (create_table(rows_t, ddl + [("__n", pa.int64())]),
+             create_table(out, ddl + ([(RANK, pa.int64())] if with_rank else [])))
     touched = select_from(d, None, *cols(P)).distinct() if P else \
         select_from(d, None, exp.alias_(lit(1), "__unit")).limit(1)
     count = exp.alias_(cast(exp.Sum(this=exp.column("__n")), pa.int64()), "__n")
@@ -112,7 +128,8 @@ def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], o
             select_from(d, None, star())), "u"), None, *cols(columns), count))
             .having(exp.GT(this=exp.Sum(this=exp.column("__n")), expression=lit(0)))),
         delete_using(rows_t, table(t, "t"), same(rows_t, "t", P)),
-        create_temp(top, _ranked(sub(repeated, "e"), P, order_keys(order, columns), columns, limit)),
+        create_temp(top, _ranked(sub(repeated, "e"), P, order_keys(order, columns, function), columns, limit,
+                                 function)),
         # Over an append-only input a row below the top never returns: keep the top only.
         insert(rows_t, group_by_all(select_from(top, None, *cols(columns), exp.Count(this=exp.Star()))))
         if not updating_input else insert(rows_t, select_from(m, None, star())),
@@ -120,20 +137,20 @@ def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], o
     changes = f"__topn_changes_{op_id}"
     diff = exp.alias_(cast(exp.Sum(this=exp.column("__s")), pa.int64()), "__d")
     counted = group_by_all(select_from(sub(union_all(
-        select_from(top, None, *cols(columns), exp.alias_(lit(1), "__s")),
+        select_from(top, None, *cols(compared), exp.alias_(lit(1), "__s")),
         select_from(out, "o", star("o"), exp.alias_(exp.Neg(this=lit(1)), "__s"))
-        .join(table(t, "t"), on=same("o", "t", P), join_type="semi")), "u"), None, *cols(columns), diff)) \
+        .join(table(t, "t"), on=same("o", "t", P), join_type="semi")), "u"), None, *cols(compared), diff)) \
         .having(exp.NEQ(this=exp.Sum(this=exp.column("__s")), expression=lit(0)))
-    one_per_change = select_from(sub(counted, "g"), None, *cols(columns), exp.column("__d"),
+    one_per_change = select_from(sub(counted, "g"), None, *cols(compared), exp.column("__d"),
                                  exp.Explode(this=call("range", exp.Abs(this=exp.column("__d")))))
     kind = exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("__d"), expression=lit(0)),
                                 true=lit(int(ChangeOp.INSERT)))], default=lit(int(ChangeOp.DELETE)))
     multiset = [
-        create_temp(changes, select_from(sub(one_per_change, "x"), None, *cols(columns),
+        create_temp(changes, select_from(sub(one_per_change, "x"), None, *cols(compared),
                                          exp.alias_(cast(kind, "TINYINT"), OP, quoted=True))
                     .order_by(desc(col(OP)))),
         delete_using(out, table(t, "t"), same(out, "t", P)),
-        insert(out, select_from(top, None, *cols(columns))),
+        insert(out, select_from(top, None, *cols(compared))),
         select_from(changes, None, star()),
     ]
     return TopNSql(setup=_all(setup), per_batch=_all(per_batch), multiset_diff=_all(multiset), tables=(rows_t, out))

@@ -104,12 +104,15 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression 
                   limit=node.limit, rank=rank, input_sql=render(inner) if inner is not None else None)
     if node.kind == "window":
         end = window_end_column(node.input, node.partition_by)
-        fields["sql"] = window_topn_sql(columns, node.partition_by, node.order_by, node.limit, end)
+        fields["sql"] = window_topn_sql(columns, node.partition_by, node.order_by, node.limit, end, node.function)
         fields["window_end"] = end
     elif node.kind == "global":
+        # A row number is a key within the partition (updated in place); a rank that ties is not.
+        keyed = rank is not None and node.function == "row_number"
         fields["sql"] = global_topn_sql(op_id, in_schema, node.partition_by, node.order_by, node.limit,
-                                        node.input.changelog == L.UPDATING, inner)
-        if rank:
+                                        node.input.changelog == L.UPDATING, inner, node.function,
+                                        with_rank=rank is not None and not keyed)
+        if keyed:
             fields["emit_sql"] = emit_sql(op_id, out, (*node.partition_by, rank), node.partition_by)
     else:
         fields["emit_sql"] = emit_sql(op_id, out, node.partition_by, node.partition_by)

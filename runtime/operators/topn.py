@@ -5,7 +5,8 @@ Input delta -> output delta, by kind::
     window  batch: rows of windows -> buffered by window end
             watermark W: each window with end <= W -> its top N rows (append-only)
     global  batch: +I/+U add rows, -U/-D remove them -> per touched partition, the
-            changes of its top N: -D/+I rows (or -U/+U per rank when the rank is read)
+            changes of its top N: -D/+I rows (or -U/+U per row number when it is read;
+            RANK and DENSE_RANK: -D/+I of rows with their rank)
     first   batch: rows -> one candidate per key (the earliest; the first to arrive on ties)
             watermark W: candidates with time < W -> emitted once per key (append-only)
     last    batch: rows -> per key, the latest row if not older than the emitted one:
@@ -100,6 +101,8 @@ class TopNLogic(CountsLate, Logic):
         op_id = self.spec.id
         if self.emitted is None:
             out = self.duck.run_all(self.spec.sql.multiset_diff)
+            if RANK in out.column_names:  # RANK, DENSE_RANK: the rank compared with the row
+                out = out.rename_columns([self.spec.rank if c == RANK else c for c in out.column_names])
             return [conform(out, self.spec.schema)] if out.num_rows else []
         top = self.con.sql(f"SELECT * FROM __top_{op_id}").to_arrow_table()
         scope = self.con.sql(f"SELECT * FROM __touched_{op_id}").to_arrow_table()
