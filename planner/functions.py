@@ -50,6 +50,9 @@ SCALAR_FUNCTIONS = sorted({
     "EXTRACT", "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE",
     "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
     "TIMESTAMPDIFF",
+    # nested values (grammar/nested.py)
+    "CARDINALITY", "ELEMENT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_REVERSE",
+    "ARRAY_SLICE", "ARRAY_CONCAT", "ARRAY_JOIN", "MAP_KEYS", "MAP_VALUES", "MAP_ENTRIES",
 })
 
 _NONDETERMINISTIC = "it gives different results on every run and on replay, so results would not be reproducible"
