@@ -16,7 +16,7 @@ from .bind.expressions import Scope, bind_scalar, infer_type
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
 from .timeutil import interval_micros, node_span
-from .types import TIMESTAMP, Field, Schema, parse_type
+from .types import TIMESTAMP, Field, Schema, is_nested, parse_type, sql_name
 
 
 def check_options(options: dict, role: str, stmt, schema: Schema | None = None) -> ConnectorDescriptor:
@@ -121,6 +121,7 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
+    _check_nested_format(physical_schema, fmt.name if fmt is not None else None, "source", stmt.span, src)
     if kind == "stream" and fmt is not None and fmt.changelog:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
@@ -135,6 +136,33 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _has_map(dtype) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_has_map(f.type) for f in dtype)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _has_map(dtype.value_type)
+    return False
+
+
+def _check_nested_format(schema: Schema, fmt: str | None, role: str, span, source) -> None:
+    """CSV and raw cannot hold nested values; JSON sources read ROW and ARRAY but not MAP (yet)."""
+    for f in schema:
+        if not is_nested(f.type):
+            continue
+        if fmt in ("csv", "raw"):
+            raise SqlError(Diagnostic(
+                f"format '{fmt}' cannot hold column '{f.name}' of type {sql_name(f.type)}: it has no nested values",
+                span, source, help="use format = 'json' (or 'parquet' for files), or flatten the column: "
+                                   "SELECT r.a AS r_a, arr[1] AS first ..."))
+        if role == "source" and fmt in ("json", "debezium-json", "changelog-json") and _has_map(f.type):
+            raise SqlError(Diagnostic(
+                f"column '{f.name}' of type {sql_name(f.type)}: a {fmt} source cannot read MAP or MULTISET values",
+                span, source, help="declare the object as ROW<key1 T, key2 T, ...> with its keys, "
+                                   "or read the file as parquet"))
 
 
 def _bind_columns(stmt: CreateSource) -> list[Field]:
@@ -241,6 +269,7 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options.setdefault("connector", "memory")
     descriptor = check_options(options, "sink", stmt, schema)
     fmt = descriptor.format(options.get("format") or options.get("value.format"))  # Flink's two names
+    _check_nested_format(schema, fmt.name if fmt is not None else None, "sink", stmt.query.span, stmt.source)
     if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
         changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
         what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"

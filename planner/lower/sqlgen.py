@@ -17,6 +17,8 @@ from ...grammar.dialect import Dsms
 from ..bind.expressions import col
 from ..functions import lower_functions
 from ..logical import nodes as L
+from ..logical.unnest import Unnest
+from .sqlgen_unnest import unnest_select
 from ..physical.specs import BATCH, OP
 from ..types import Schema, to_sql_type
 
@@ -97,6 +99,8 @@ def layer(node: L.Node, inner: exp.Expression) -> exp.Select:
         return exp.select(*items).from_(src)
     if isinstance(node, L.WindowTVF):
         return window_columns(node.window, src, schema)
+    if isinstance(node, Unnest):
+        return unnest_select(node, src, typed(node.expr, schema))
     raise TypeError(f"{type(node).__name__} is not a per-batch node")
 
 

@@ -26,6 +26,7 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
+from ..logical.unnest import Unnest
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
@@ -50,7 +51,7 @@ from .specs import (
 )
 from .stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 
-_PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
+_PER_BATCH = (L.Filter, L.Project, L.WindowTVF, Unnest)
 
 
 def plan_physical(root: L.Node) -> PhysicalPlan:
@@ -119,7 +120,7 @@ class _Planner(JoinPlanning):
         label = " -> ".join(n.label() for n in chain)
         return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
 
-    plan_Filter = plan_Project = plan_per_batch
+    plan_Filter = plan_Project = plan_Unnest = plan_per_batch
 
     def plan_WindowTVF(self, node: L.WindowTVF) -> int:
         if _is_session(node):
