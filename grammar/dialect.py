@@ -145,7 +145,8 @@ class Dsms(Dialect):
 
         def _parse_types(self, *args, **kwargs):
             # ROW<a INT, ...>, ROW(a INT, ...) and MULTISET<T>; ARRAY<T> and MAP<K, V> are sqlglot's own.
-            return parse_flink_type(self) or super()._parse_types(*args, **kwargs)
+            # No collations (``ARRAY<INT FOO>`` would read FOO as one).
+            return parse_flink_type(self) or super()._parse_types(*args, **{**kwargs, "with_collation": False})
 
         def _parse_bracket(self, this=None):
             if isinstance(this, exp.Table) and at_cql_window(self):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 from ..grammar import Diagnostic, Span, SqlError
 from ..grammar.dialect import Dsms
@@ -83,6 +84,10 @@ def parse_type(text: str, span: Span | None = None, source: str | None = None) -
         raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
                                   help="time-zone-aware timestamps (TIMESTAMP_LTZ) are not supported; "
                                        + _SUPPORTED_HELP))
+    if len(words) > 1 and words[-1] in ("ARRAY", "MULTISET") and words[0] not in _NESTED:
+        # Flink's suffix spelling: ``INT ARRAY`` is ``ARRAY<INT>``, ``STRING MULTISET`` is ``MULTISET<STRING>``.
+        base = text.strip()[: -len(words[-1])].strip()
+        return _parse_nested(f"{words[-1]}<{base}>", span, source)
     if words and words[0] in _NESTED:
         return _parse_nested(text, span, source)
     name = " ".join(w for w in words if not w.startswith("(") and w[:1].isalpha() and w not in ("WITHOUT", "TIME", "ZONE"))
@@ -101,14 +106,16 @@ def parse_type(text: str, span: Span | None = None, source: str | None = None) -
 
 def _parse_nested(text: str, span: Span | None, source: str | None) -> pa.DataType:
     """``ARRAY<T>``, ``MAP<K, V>``, ``MULTISET<T>``, ``ROW<a T, ...>`` / ``ROW(a T, ...)``, nested to any depth."""
-    try:
-        dtype = exp.DataType.build(text, dialect=Dsms)
+    dialect = Dsms()
+    try:  # (DataType.build ignores what it cannot parse: ARRAY<INT FOO> would be ARRAY<INT>)
+        dtype = dialect.parser(error_level=ErrorLevel.RAISE).parse_into(exp.DataType, dialect.tokenize(text), text)[0]
     except Exception:
         dtype = None
     try:
         result = from_sql_type(dtype) if dtype is not None else None
     except InvalidType as e:
-        raise SqlError(Diagnostic(str(e), span, source, help="DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p")) from None
+        raise SqlError(Diagnostic(str(e), span, source, help="DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p"
+                                  if "DECIMAL" in str(e) else None)) from None
     if result is None:
         raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source, help=_SUPPORTED_HELP))
     return result
@@ -133,7 +140,7 @@ def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
             fields.append(pa.field(f.name, ftype))
         names = [f.name.lower() for f in fields]
         if not fields or len(set(names)) != len(names):
-            raise InvalidType(f"invalid type '{dtype.sql(dialect=Dsms)}': a ROW needs fields with distinct names")
+            raise InvalidType(f"invalid type '{sql_name(pa.struct(fields))}': a ROW needs fields with distinct names")
         return pa.struct(fields)
     if t == exp.DataType.Type.DECIMAL:
         try:

@@ -174,7 +174,7 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
-    elif any(is_unnest_join(j) for j in select.args["joins"] or ()):
+    elif any(is_unnest_join(j) for j in select.args.get("joins") or ()):
         node, scope = _bind_unnest_joins(from_.this, select.args["joins"], ctx)
     elif select.args.get("joins"):
         node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)

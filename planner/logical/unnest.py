@@ -58,4 +58,4 @@ class Unnest(Unary):
 
     def label(self) -> str:
         kind = "LEFT JOIN UNNEST" if self.outer else "UNNEST"
-        return f"{kind}({show(self.expr)}{' WITH ORDINALITY' if self.ordinality else ''} AS {', '.join(self.names)})"
+        return f"{kind}({show(self.expr)}){' WITH ORDINALITY' if self.ordinality else ''} AS ({', '.join(self.names)})"
