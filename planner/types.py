@@ -124,24 +124,8 @@ def _parse_nested(text: str, span: Span | None, source: str | None) -> pa.DataTy
 def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
     """The Arrow type of a sqlglot type, or None if it is not supported."""
     t = dtype.this
-    if t in (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST) and len(dtype.expressions) == 1:
-        element = from_sql_type(dtype.expressions[0])
-        return pa.list_(element) if element is not None else None
-    if t == exp.DataType.Type.MAP and len(dtype.expressions) == 2:
-        key, value = (from_sql_type(d) for d in dtype.expressions)
-        return pa.map_(key, value) if key is not None and value is not None else None
-    if t == exp.DataType.Type.STRUCT:
-        fields = []
-        for f in dtype.expressions:
-            kind = f.args.get("kind") if isinstance(f, exp.ColumnDef) else None
-            ftype = from_sql_type(kind) if kind is not None else None
-            if ftype is None:
-                return None
-            fields.append(pa.field(f.name, ftype))
-        names = [f.name.lower() for f in fields]
-        if not fields or len(set(names)) != len(names):
-            raise InvalidType(f"invalid type '{sql_name(pa.struct(fields))}': a ROW needs fields with distinct names")
-        return pa.struct(fields)
+    if t in (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP, exp.DataType.Type.STRUCT):
+        return _nested_from_sql(dtype)
     if t == exp.DataType.Type.DECIMAL:
         try:
             params = [int(p.name) for p in dtype.expressions] or [38, 18]
@@ -155,6 +139,30 @@ def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
     if t == exp.DataType.Type.NULL:
         return pa.null()
     return _FROM_SQL.get(t)
+
+
+def _nested_from_sql(dtype: exp.DataType) -> pa.DataType | None:
+    """ARRAY, MAP and STRUCT (ROW) types, element by element; None if any part is not supported."""
+    t = dtype.this
+    if t == exp.DataType.Type.MAP:
+        if len(dtype.expressions) != 2:
+            return None
+        key, value = (from_sql_type(d) for d in dtype.expressions)
+        return pa.map_(key, value) if key is not None and value is not None else None
+    if t != exp.DataType.Type.STRUCT:
+        element = from_sql_type(dtype.expressions[0]) if len(dtype.expressions) == 1 else None
+        return pa.list_(element) if element is not None else None
+    fields = []
+    for f in dtype.expressions:
+        kind = f.args.get("kind") if isinstance(f, exp.ColumnDef) else None
+        ftype = from_sql_type(kind) if kind is not None else None
+        if ftype is None:
+            return None
+        fields.append(pa.field(f.name, ftype))
+    names = [f.name.lower() for f in fields]
+    if not fields or len(set(names)) != len(names):
+        raise InvalidType(f"invalid type '{sql_name(pa.struct(fields))}': a ROW needs fields with distinct names")
+    return pa.struct(fields)
 
 
 def to_sql_type(dtype: pa.DataType) -> exp.DataType:

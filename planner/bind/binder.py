@@ -41,11 +41,11 @@ from .cql import (
     with_instant,
 )
 from .emit import bind_emit_clause, resolve_emit
-from .unnest import bind_unnest, is_unnest_join
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .unnest import bind_unnest, is_unnest_join
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:

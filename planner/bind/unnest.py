@@ -33,28 +33,9 @@ def bind_unnest(node, scope: Scope, join: exp.Join, ctx: BindContext) -> tuple[U
         raise ctx.error("UNNEST takes one array or map here", call, help=_USAGE)
     expr = bind_scalar(call.expressions[0], scope, ctx.source, clause="UNNEST")
     dtype = infer_type(expr, node.schema, ctx.source)
-    if pa.types.is_list(dtype) and pa.types.is_struct(dtype.value_type):
-        shape, parts = "rows", tuple(f.name for f in dtype.value_type)
-        defaults, types = parts, tuple(f.type for f in dtype.value_type)
-    elif pa.types.is_list(dtype):
-        shape, parts, defaults, types = "array", (), ("EXPR$0",), (dtype.value_type,)
-    elif pa.types.is_map(dtype):
-        shape, parts, defaults, types = "map", (), ("key", "value"), (dtype.key_type, dtype.item_type)
-    else:
-        raise ctx.error(f"UNNEST takes an ARRAY or a MAP, not {sql_name(dtype)}", call.expressions[0], help=_USAGE)
-
+    shape, parts, defaults, types = _shape(dtype, call, ctx)
     alias = call.args.get("alias")
-    given = [c.name for c in alias.columns] if alias is not None and alias.columns else []
-    offset = call.args.get("offset")
-    ordinality = offset is not None and offset is not False
-    if ordinality and isinstance(offset, exp.Identifier):
-        given.append(offset.name)
-    wanted = len(defaults) + (1 if ordinality else 0)
-    if given and len(given) != wanted:
-        what = f"{len(defaults)} column{'s' if len(defaults) > 1 else ''}" + (" and the ordinality" if ordinality else "")
-        raise ctx.error(f"UNNEST of {sql_name(dtype)} gives {what}, but the alias names {len(given)}",
-                        alias or call, help=f"name {wanted}: AS t({', '.join(list(defaults) + (['n'] if ordinality else []))})")
-    names = given or list(defaults) + (["ORDINALITY"] if ordinality else [])
+    names, ordinality = _names(call, alias, dtype, defaults, ctx)
     types = types + ((pa.int32(),) if ordinality else ())
     taken = list(node.schema.names)
     internal = []
@@ -65,6 +46,34 @@ def bind_unnest(node, scope: Scope, join: exp.Join, ctx: BindContext) -> tuple[U
     qualifier = alias.name.lower() if alias is not None and alias.name else None
     added = tuple(ScopeColumn(qualifier, n, out.schema.find(i)) for n, i in zip(names, internal))
     return out, Scope(scope.columns + added)
+
+
+def _shape(dtype: pa.DataType, call: exp.Unnest, ctx: BindContext):
+    """(shape, ROW fields taken, default column names, column types) of an UNNEST of ``dtype``."""
+    if pa.types.is_list(dtype) and pa.types.is_struct(dtype.value_type):
+        parts = tuple(f.name for f in dtype.value_type)
+        return "rows", parts, parts, tuple(f.type for f in dtype.value_type)
+    if pa.types.is_list(dtype):
+        return "array", (), ("EXPR$0",), (dtype.value_type,)
+    if pa.types.is_map(dtype):
+        return "map", (), ("key", "value"), (dtype.key_type, dtype.item_type)
+    raise ctx.error(f"UNNEST takes an ARRAY or a MAP, not {sql_name(dtype)}", call.expressions[0], help=_USAGE)
+
+
+def _names(call: exp.Unnest, alias, dtype: pa.DataType, defaults: tuple, ctx: BindContext) -> tuple[list, bool]:
+    """The user's names of the element columns (then the ordinality's), and whether WITH ORDINALITY was given."""
+    given = [c.name for c in alias.columns] if alias is not None and alias.columns else []
+    offset = call.args.get("offset")
+    ordinality = offset is not None and offset is not False
+    if ordinality and isinstance(offset, exp.Identifier):
+        given.append(offset.name)
+    wanted = len(defaults) + (1 if ordinality else 0)
+    if given and len(given) != wanted:
+        what = f"{len(defaults)} column{'s' if len(defaults) > 1 else ''}" + (" and the ordinality" if ordinality else "")
+        example = ", ".join(list(defaults) + (["n"] if ordinality else []))
+        raise ctx.error(f"UNNEST of {sql_name(dtype)} gives {what}, but the alias names {len(given)}",
+                        alias or call, help=f"name {wanted}: AS t({example})")
+    return given or list(defaults) + (["ORDINALITY"] if ordinality else []), ordinality
 
 
 def _outer(join: exp.Join, ctx: BindContext) -> bool:

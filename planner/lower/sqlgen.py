@@ -18,9 +18,9 @@ from ..bind.expressions import col
 from ..functions import lower_functions
 from ..logical import nodes as L
 from ..logical.unnest import Unnest
-from .sqlgen_unnest import unnest_select
 from ..physical.specs import BATCH, OP
 from ..types import Schema, to_sql_type
+from .sqlgen_unnest import unnest_select
 
 DIALECT = "duckdb"
 _IN = "__in"

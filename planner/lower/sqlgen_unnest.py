@@ -20,7 +20,6 @@ from sqlglot import exp
 from ..bind.expressions import col
 from ..logical.unnest import Unnest
 
-
 _U, _N, _K, _V = "__u", "__n", "__k", "__v"
 
 
