@@ -154,6 +154,12 @@ class FlinkArraySlice(exp.Expression, exp.Func):
     _sql_names = ["ARRAY_SLICE"]
 
 
+class FlinkArrayReverse(exp.Expression, exp.Func):
+    """``ARRAY_REVERSE(arr)``: the elements in reverse order."""
+
+    _sql_names = ["ARRAY_REVERSE"]
+
+
 class FlinkArrayConcat(exp.Expression, exp.Func):
     """``ARRAY_CONCAT(a, b, ...)``: NULL if any array is NULL."""
 
@@ -286,10 +292,17 @@ def _join(e: FlinkArrayJoin, dialect: str) -> exp.Expression:
         return _fn("ARRAY_JOIN", a, sep, *([null] if null is not None else []))
     if null is not None:
         a = _fn("LIST_TRANSFORM", a, _lambda(exp.Coalesce(this=_x("__x"), expressions=[_c(null)]), "__x"))
+    else:  # DuckDB joins an array of only NULLs into NULL; Flink into ''
+        a = _fn("LIST_FILTER", a, _lambda(exp.Not(this=_is_null(_x("__x"))), "__x"))
     return _case((_or(_is_null(e.this), _is_null(sep)), exp.Null()), default=_fn("ARRAY_TO_STRING", a, sep))
 
 
+def _reverse(e: FlinkArrayReverse, dialect: str) -> exp.Expression:
+    return _fn("LIST_REVERSE" if dialect == "duckdb" else "REVERSE", e.this)
+
+
 _RENDER = {
+    FlinkArrayReverse: _reverse,
     Subscript: _subscript,
     Element: _element,
     FlinkArrayDistinct: _distinct,
@@ -349,7 +362,7 @@ NESTED_FUNCTIONS: dict = {
         lambda a, x: FlinkArrayPosition(this=a, expression=x)),
     "ARRAY_REMOVE": _arity("ARRAY_REMOVE", 2, 2, "(array, value)")(
         lambda a, x: FlinkArrayRemove(this=a, expression=x)),
-    "ARRAY_REVERSE": _arity("ARRAY_REVERSE", 1, 1, "(array)")(lambda a: exp.ArrayReverse(this=a)),
+    "ARRAY_REVERSE": _arity("ARRAY_REVERSE", 1, 1, "(array)")(lambda a: FlinkArrayReverse(this=a)),
     "ARRAY_SLICE": _arity("ARRAY_SLICE", 2, 3, "(array, start [, end])")(
         lambda a, s, e=None: FlinkArraySlice(this=a, start=s, end=e)),
     "ARRAY_CONCAT": lambda args: (FlinkArrayConcat(expressions=args) if args
@@ -422,7 +435,7 @@ NESTED_TYPES: dict = {
     FlinkArrayRemove: {"annotator": _annotate_as(lambda e: e.this.type)},
     FlinkArraySlice: {"annotator": _annotate_as(lambda e: e.this.type)},
     FlinkArrayConcat: {"annotator": _annotate_as(lambda e: e.expressions[0].type)},
-    exp.ArrayReverse: {"annotator": _annotate_as(lambda e: e.this.type)},
+    FlinkArrayReverse: {"annotator": _annotate_as(lambda e: e.this.type)},
     FlinkArrayPosition: {"returns": DT.Type.INT},
     Cardinality: {"returns": DT.Type.INT},
     FlinkArrayJoin: {"returns": DT.Type.VARCHAR},

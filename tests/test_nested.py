@@ -139,6 +139,7 @@ FLINK = [
     ("ARRAY_CONCAT(a, ARRAY[9])", [3, 1, None, 3, 2, 9]), ("ARRAY_CONCAT(a, CAST(NULL AS ARRAY<INT>))", None),
     ("ARRAY_JOIN(CAST(a AS ARRAY<STRING>), '-')", "3-1-3-2"),
     ("ARRAY_JOIN(CAST(a AS ARRAY<STRING>), '-', 'n')", "3-1-n-3-2"),
+    ("ARRAY_JOIN(ARRAY[CAST(NULL AS STRING)], '-')", ""), ("ARRAY_REVERSE(ARRAY_SLICE(a, 3))", [2, 3, None]),
     ("ELEMENT(ARRAY_SLICE(a, 2, 2))", 1), ("ELEMENT(ARRAY_SLICE(a, 4, 2))", None),
     ("MAP_KEYS(m)", ["k"]), ("MAP_VALUES(m)", [5]), ("MAP_ENTRIES(m)", [{"key": "k", "value": 5}]),
     ("ARRAY_CONTAINS(a, 2)", True), ("ARRAY_CONTAINS(a, 7)", False),
@@ -271,3 +272,26 @@ def test_nested_values_print_as_flink_prints_them():
                   "m": pa.array([[("k", [1])]], pa.map_(pa.string(), pa.list_(pa.int32())))})
     lines, _ = format_rows(t)
     assert lines == ["(1, NULL) | [1, NULL] | {k=[1]}"]
+
+
+# -- Spark (slow: one session for these tests) -------------------------------------------------------------
+
+def test_spark_route_computes_the_access_and_functions_as_the_others(data, tmp_path, spark_session):
+    ddl = DDL.format(path=data, extra="")
+    for sql, duck in ACCESS:
+        assert rows(run("spark", ddl, sql)) == oracle(data, duck), sql
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps({"a": [3, 1, None, 3, 2]}) + "\n")
+    fddl = f"CREATE STREAM f (a ARRAY<INT>) WITH (connector = 'file', path = '{path}', format = 'json')"
+    cases = [(e, v) for e, v in FLINK if not e.startswith("ELEMENT")]
+    select = ", ".join(f"{e} AS c{i}" for i, (e, _) in enumerate(cases))
+    got = run("spark", fddl, f"SELECT {select} FROM (SELECT a, MAP['k', 5] AS m FROM f)").to_pylist()[0]
+    assert got == {f"c{i}": v for i, (_, v) in enumerate(cases)}
+
+
+def test_unnest_on_spark_is_refused_naming_the_routes_that_can(data, spark_session):
+    engine = dsms.Engine()
+    engine.execute(DDL.format(path=data, extra=""))
+    engine.execute("SET 'engine' = 'spark'")
+    with pytest.raises(dsms.DsmsError, match="cannot run CROSS JOIN UNNEST.*SET 'engine' = 'runtime'"):
+        engine.query(UNNEST[0][0])
