@@ -45,8 +45,8 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
-from .unnest import bind_unnest, is_unnest_join
 from .sort import bind_order_limit
+from .unnest import bind_unnest, is_unnest_join
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:

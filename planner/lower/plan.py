@@ -51,8 +51,8 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
-from ..logical.unnest import Unnest
 from ..logical.sort import Limit, TemporalSort
+from ..logical.unnest import Unnest
 from ..physical.plan_window import time_kinds
 from ..physical.planner import scans_judged_per_window, scans_under_event_time
 from ..types import Schema

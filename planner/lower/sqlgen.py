@@ -20,8 +20,8 @@ from ..logical import nodes as L
 from ..logical.unnest import Unnest
 from ..physical.specs import BATCH, OP
 from ..types import Schema, to_sql_type
-from .sqlgen_unnest import unnest_select
 from ..windows import assign_windows, timestamp
+from .sqlgen_unnest import unnest_select
 
 DIALECT = "duckdb"
 _IN = "__in"

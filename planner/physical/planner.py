@@ -26,8 +26,8 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
-from ..logical.unnest import Unnest
 from ..logical.sort import Limit, TemporalSort
+from ..logical.unnest import Unnest
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
