@@ -86,7 +86,8 @@ ACCESS = [
      "SELECT id, len(scores), len(items) FROM ev"),
     ("SELECT id, ARRAY_CONTAINS(scores, 0) AS has0, ARRAY_REVERSE(scores) AS rev, "
      "ARRAY_JOIN(`user`.tags, '|') AS joined FROM ev",
-     "SELECT id, list_contains(scores, 0), list_reverse(scores), array_to_string(\"user\".tags, '|') FROM ev"),
+     "SELECT id, list_contains(scores, 0), list_reverse(scores), "
+     "array_to_string(list_filter(\"user\".tags, lambda x: x IS NOT NULL), '|') FROM ev"),
     ("SELECT id, ARRAY[id, id + 1] AS pair, ROW(id, `user`.name) AS r, MAP['id', id] AS m FROM ev WHERE id < 50",
      "SELECT id, [id, id + 1], {'EXPR$0': id, 'EXPR$1': \"user\".name}, MAP {'id': id} FROM ev WHERE id < 50"),
     ("SELECT id, CAST(scores AS ARRAY<INT>) AS s, CAST(`user` AS ROW<name STRING, tags ARRAY<STRING>>) AS u FROM ev",
