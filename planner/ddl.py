@@ -163,13 +163,14 @@ def _has_map(dtype) -> bool:
 
 
 def _check_nested_format(schema: Schema, fmt: str | None, role: str, span, source) -> None:
-    """CSV and raw cannot hold nested values; JSON sources read ROW and ARRAY but not MAP (yet)."""
+    """CSV and raw cannot hold nested values (nor, in dsms, Avro); JSON sources read ROW and ARRAY but not MAP."""
     for f in schema:
         if not is_nested(f.type):
             continue
-        if fmt in ("csv", "raw"):
+        if fmt in ("csv", "raw", "avro"):
+            why = "dsms does not map nested values to Avro yet" if fmt == "avro" else "it has no nested values"
             raise SqlError(Diagnostic(
-                f"format '{fmt}' cannot hold column '{f.name}' of type {sql_name(f.type)}: it has no nested values",
+                f"format '{fmt}' cannot hold column '{f.name}' of type {sql_name(f.type)}: {why}",
                 span, source, help="use format = 'json' (or 'parquet' for files), or flatten the column: "
                                    "SELECT r.a AS r_a, arr[1] AS first ..."))
         if role == "source" and fmt in ("json", "debezium-json", "changelog-json") and _has_map(f.type):

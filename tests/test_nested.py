@@ -186,6 +186,8 @@ def test_types_in_ddl_and_describe():
      "format 'csv' cannot hold column 'x' of type ARRAY<INT>"),
     ("CREATE STREAM q (x ROW<m MAP<STRING, INT>>) WITH (connector = 'file', path = 'x.jsonl', format = 'json')",
      "cannot read MAP or MULTISET values"),
+    ("CREATE STREAM q (x ARRAY<INT>) WITH (connector = 'kafka', topic = 't', "
+     "'properties.bootstrap.servers' = '127.0.0.1:1', format = 'avro')", "format 'avro' cannot hold column 'x'"),
 ])
 def test_unsupported_types_and_formats_are_refused_at_create(ddl, words):
     with pytest.raises(dsms.SqlError, match="line 1") as info:
@@ -296,3 +298,31 @@ def test_unnest_on_spark_is_refused_naming_the_routes_that_can(data, spark_sessi
     engine.execute("SET 'engine' = 'spark'")
     with pytest.raises(dsms.DsmsError, match="cannot run CROSS JOIN UNNEST.*SET 'engine' = 'runtime'"):
         engine.query(UNNEST[0][0])
+
+
+# -- Kafka (a real broker) -----------------------------------------------------------------------------------
+
+def test_kafka_json_reads_and_writes_nested_values(kafka_broker):
+    import time
+
+    from kafka_helpers import consume_all, new_topic, produce  # (tests/ is on the path, as for test_kafka.py)
+
+    src, out = new_topic(kafka_broker, "nested-in"), new_topic(kafka_broker, "nested-out")
+    records = nested_events(20, seed=5)
+    produce(kafka_broker, src, records)
+    engine = dsms.Engine()
+    common = f"'connector' = 'kafka', 'properties.bootstrap.servers' = '{kafka_broker}', 'format' = 'json'"
+    engine.execute(f"""CREATE STREAM ev (id INT, `user` ROW<name STRING, tags ARRAY<STRING>>,
+        items ARRAY<ROW<sku STRING, qty INT>>, scores ARRAY<BIGINT>)
+        WITH ({common}, 'topic' = '{src}', 'scan.startup.mode' = 'earliest-offset',
+              'scan.bounded.mode' = 'latest-offset')""")
+    engine.execute(f"CREATE SINK s WITH ({common}, 'topic' = '{out}') "
+                   "AS SELECT id, `user`, items, CARDINALITY(scores) AS n FROM ev")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(q.job.done for q in engine.queries.running.values()):
+        engine.run_until_idle()
+        time.sleep(0.05)
+    got = sorted((json.loads(m[3]) for m in consume_all(kafka_broker, out, expect=20)), key=lambda r: r["id"])
+    want = [{"id": r["id"], "user": r["user"], "items": r["items"],
+             "n": None if r["scores"] is None else len(r["scores"])} for r in records]
+    assert got == want
