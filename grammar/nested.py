@@ -154,6 +154,13 @@ class FlinkArraySlice(exp.Expression, exp.Func):
     _sql_names = ["ARRAY_SLICE"]
 
 
+class FlinkArrayContains(exp.Expression, exp.Func):
+    """``ARRAY_CONTAINS(arr, x)``: whether ``x`` is an element (NULL finds a NULL element; FALSE when absent)."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["ARRAY_CONTAINS"]
+
+
 class FlinkArrayReverse(exp.Expression, exp.Func):
     """``ARRAY_REVERSE(arr)``: the elements in reverse order."""
 
@@ -297,11 +304,21 @@ def _join(e: FlinkArrayJoin, dialect: str) -> exp.Expression:
     return _case((_or(_is_null(e.this), _is_null(sep)), exp.Null()), default=_fn("ARRAY_TO_STRING", a, sep))
 
 
+def _contains(e: FlinkArrayContains, dialect: str) -> exp.Expression:
+    a, x = e.this, e.expression
+    if dialect == "duckdb":  # list_position finds NULL too
+        found = exp.Not(this=_is_null(_fn("LIST_POSITION", a, x)))
+    else:  # Spark's ARRAY_CONTAINS is NULL when the array holds a NULL and not x
+        found = _fn("EXISTS", a, _lambda(exp.NullSafeEQ(this=_x("__x"), expression=_c(x)), "__x"))
+    return _case((_is_null(a), exp.Null()), default=found)
+
+
 def _reverse(e: FlinkArrayReverse, dialect: str) -> exp.Expression:
     return _fn("LIST_REVERSE" if dialect == "duckdb" else "REVERSE", e.this)
 
 
 _RENDER = {
+    FlinkArrayContains: _contains,
     FlinkArrayReverse: _reverse,
     Subscript: _subscript,
     Element: _element,
@@ -356,7 +373,7 @@ NESTED_FUNCTIONS: dict = {
     "CARDINALITY": _arity("CARDINALITY", 1, 1, "(array or map)")(_cardinality),
     "ELEMENT": _arity("ELEMENT", 1, 1, "(array)")(lambda a: Element(this=a)),
     "ARRAY_CONTAINS": _arity("ARRAY_CONTAINS", 2, 2, "(array, value)")(
-        lambda a, x: exp.ArrayContains(this=a, expression=x)),
+        lambda a, x: FlinkArrayContains(this=a, expression=x)),
     "ARRAY_DISTINCT": _arity("ARRAY_DISTINCT", 1, 1, "(array)")(lambda a: FlinkArrayDistinct(this=a)),
     "ARRAY_POSITION": _arity("ARRAY_POSITION", 2, 2, "(array, value)")(
         lambda a, x: FlinkArrayPosition(this=a, expression=x)),
@@ -437,6 +454,7 @@ NESTED_TYPES: dict = {
     FlinkArrayConcat: {"annotator": _annotate_as(lambda e: e.expressions[0].type)},
     FlinkArrayReverse: {"annotator": _annotate_as(lambda e: e.this.type)},
     FlinkArrayPosition: {"returns": DT.Type.INT},
+    FlinkArrayContains: {"returns": DT.Type.BOOLEAN},
     Cardinality: {"returns": DT.Type.INT},
     FlinkArrayJoin: {"returns": DT.Type.VARCHAR},
     exp.MapKeys: {"annotator": _map_part(0)},

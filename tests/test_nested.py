@@ -143,7 +143,7 @@ FLINK = [
     ("ARRAY_JOIN(ARRAY[CAST(NULL AS STRING)], '-')", ""), ("ARRAY_REVERSE(ARRAY_SLICE(a, 3))", [2, 3, None]),
     ("ELEMENT(ARRAY_SLICE(a, 2, 2))", 1), ("ELEMENT(ARRAY_SLICE(a, 4, 2))", None),
     ("MAP_KEYS(m)", ["k"]), ("MAP_VALUES(m)", [5]), ("MAP_ENTRIES(m)", [{"key": "k", "value": 5}]),
-    ("ARRAY_CONTAINS(a, 2)", True), ("ARRAY_CONTAINS(a, 7)", False),
+    ("ARRAY_CONTAINS(a, 2)", True), ("ARRAY_CONTAINS(a, 7)", False), ("ARRAY_CONTAINS(a, CAST(NULL AS INT))", True),
 ]
 
 

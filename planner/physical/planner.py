@@ -1,6 +1,6 @@
 """Physical planning: an optimized logical plan -> the runtime's operator DAG.
 
-Runs of per-batch nodes (Filter, Project, WindowTVF) are fused into one
+Runs of per-batch nodes (Filter, Project, WindowTVF, Unnest) are fused into one
 SQL statement per batch: into a CalcOp, or into the partial aggregation of
 the WindowAggOp above them. Sources read only the columns the plan uses.
 
