@@ -24,7 +24,8 @@ from dsms.render import format_rows
 ROUTES = ("runtime", "duckdb")
 
 DDL = """CREATE STREAM ev (id INT, `user` ROW<name STRING, tags ARRAY<STRING>>,
-  items ARRAY<ROW<sku STRING, qty INT>>, scores ARRAY<BIGINT>)
+  items ARRAY<ROW<sku STRING, qty INT>>, scores ARRAY<BIGINT>,
+  ts AS TIMESTAMP '2024-01-01 00:00:00' + id * INTERVAL '1' SECOND, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH (connector = 'file', path = '{path}', format = 'json'{extra})"""
 ORACLE_COLUMNS = ("{'id': 'INTEGER', 'user': 'STRUCT(name VARCHAR, tags VARCHAR[])', "
                   "'items': 'STRUCT(sku VARCHAR, qty INTEGER)[]', 'scores': 'BIGINT[]'}")
@@ -118,6 +119,11 @@ UNNEST = [
      "SELECT id, 'a', id FROM ev UNION ALL SELECT id, 'b', len(scores) FROM ev"),
     ("SELECT tag, COUNT(*) AS n FROM ev CROSS JOIN UNNEST(`user`.tags) AS t(tag) GROUP BY tag",
      "SELECT tag, COUNT(*) FROM ev, unnest(\"user\".tags) AS t(tag) GROUP BY tag"),
+    ("SELECT window_start, sku, SUM(qty) AS q, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE (SELECT ts, sku, qty FROM ev "
+     "CROSS JOIN UNNEST(items) AS t(sku, qty)), DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+     "GROUP BY window_start, window_end, sku",
+     "SELECT time_bucket(INTERVAL 10 SECOND, TIMESTAMP '2024-01-01' + id * INTERVAL 1 SECOND) AS ws, it.sku, "
+     "SUM(it.qty), COUNT(*) FROM ev, unnest(items) AS u(it) GROUP BY ws, it.sku"),
 ]
 
 
