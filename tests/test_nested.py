@@ -332,3 +332,17 @@ def test_kafka_json_reads_and_writes_nested_values(kafka_broker):
     want = [{"id": r["id"], "user": r["user"], "items": r["items"],
              "n": None if r["scores"] is None else len(r["scores"])} for r in records]
     assert got == want
+
+
+def test_insert_values_cast_rows_by_position_and_updates_keep_nested_columns():
+    engine = dsms.Engine()
+    engine.execute("CREATE TABLE t (id INT, r ROW<a INT, b STRING>, arr ARRAY<INT>, m MAP<STRING, INT>, "
+                   "PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory')")
+    query = engine.query("SELECT id, r, arr, m, CAST(ROW(id, 'z') AS ROW<x BIGINT, y STRING>) AS c FROM t")
+    engine.execute("INSERT INTO t VALUES (1, ROW(1, 'x'), ARRAY[1, 2], MAP['k', 3])")
+    engine.execute("INSERT INTO t VALUES (2, CAST(NULL AS ROW<a INT, b STRING>), NULL, NULL)")
+    engine.run_until_idle()
+    engine.execute("INSERT INTO t VALUES (1, ROW(5, 'y'), ARRAY[7], MAP['k', 9])")  # an update of key 1
+    engine.run_until_idle()
+    assert rows(query.snapshot()) == [(1, {"a": 5, "b": "y"}, [7], {"k": 9}, {"x": 1, "y": "z"}),
+                                      (2, None, None, None, {"x": 2, "y": "z"})]

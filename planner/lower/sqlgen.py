@@ -15,7 +15,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from ...grammar.dialect import Dsms
 from ..bind.expressions import col
-from ..functions import lower_functions
+from ..functions import lower_functions, row_cast
 from ..logical import nodes as L
 from ..logical.unnest import Unnest
 from ..physical.specs import BATCH, OP
@@ -60,7 +60,8 @@ def typed(expr: exp.Expression, schema: Schema) -> exp.Expression:
 
 
 def cast(e: exp.Expression, dtype: pa.DataType) -> exp.Expression:
-    return exp.Cast(this=e, to=to_sql_type(dtype))
+    to = to_sql_type(dtype)
+    return row_cast(e, to) or exp.Cast(this=e, to=to)
 
 
 def batch_table() -> exp.Table:
