@@ -105,7 +105,6 @@ def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = Non
 
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:
     """Check a CREATE STREAM / TABLE and turn it into a SourceDef."""
-    src = stmt.source
     fields = _bind_columns(stmt)
     physical = tuple(f.name for f in fields)
     computed = _bind_computed(stmt, fields)
@@ -130,7 +129,17 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
-    _check_nested_format(physical_schema, fmt.name if fmt is not None else None, "source", stmt.span, src)
+    _check_readable(stmt, kind, descriptor, fmt, physical_schema)
+    return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
+                     computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
+                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _check_readable(stmt: CreateSource, kind: str, descriptor, fmt, physical_schema: Schema) -> None:
+    """What a source's kind (STREAM or TABLE), connector and format must agree on for it to be read."""
+    src = stmt.source
+    options = dict(stmt.options)
+    _check_nested_format(physical_schema, fmt, "source", stmt.span, src)
     if kind == "stream" and fmt is not None and fmt.changelog and fmt.source:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
@@ -147,9 +156,6 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     if kind == "table" and not descriptor.tables:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
-    return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
-                     computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
-                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
 
 
 def _has_map(dtype) -> bool:
@@ -162,20 +168,21 @@ def _has_map(dtype) -> bool:
     return False
 
 
-def _check_nested_format(schema: Schema, fmt: str | None, role: str, span, source) -> None:
+def _check_nested_format(schema: Schema, fmt, role: str, span, source) -> None:
     """CSV and raw cannot hold nested values (nor, in dsms, Avro); JSON sources read ROW and ARRAY but not MAP."""
+    name = fmt.name if fmt is not None else None
     for f in schema:
         if not is_nested(f.type):
             continue
-        if fmt in ("csv", "raw", "avro"):
-            why = "dsms does not map nested values to Avro yet" if fmt == "avro" else "it has no nested values"
+        if name in ("csv", "raw", "avro"):
+            why = "dsms does not map nested values to Avro yet" if name == "avro" else "it has no nested values"
             raise SqlError(Diagnostic(
-                f"format '{fmt}' cannot hold column '{f.name}' of type {sql_name(f.type)}: {why}",
+                f"format '{name}' cannot hold column '{f.name}' of type {sql_name(f.type)}: {why}",
                 span, source, help="use format = 'json' (or 'parquet' for files), or flatten the column: "
                                    "SELECT r.a AS r_a, arr[1] AS first ..."))
-        if role == "source" and fmt in ("json", "debezium-json", "changelog-json") and _has_map(f.type):
+        if role == "source" and name in ("json", "debezium-json", "changelog-json") and _has_map(f.type):
             raise SqlError(Diagnostic(
-                f"column '{f.name}' of type {sql_name(f.type)}: a {fmt} source cannot read MAP or MULTISET values",
+                f"column '{f.name}' of type {sql_name(f.type)}: a {name} source cannot read MAP or MULTISET values",
                 span, source, help="declare the object as ROW<key1 T, key2 T, ...> with its keys, "
                                    "or read the file as parquet"))
 
@@ -284,7 +291,7 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options.setdefault("connector", "memory")
     descriptor = check_options(options, "sink", stmt, schema)
     fmt = descriptor.format(options.get("format") or options.get("value.format"))  # Flink's two names
-    _check_nested_format(schema, fmt.name if fmt is not None else None, "sink", stmt.query.span, stmt.source)
+    _check_nested_format(schema, fmt, "sink", stmt.query.span, stmt.source)
     if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
         changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
         what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"
