@@ -29,9 +29,33 @@ def format_value(value) -> str:
     return str(value)
 
 
+def format_nested(value, dtype: pa.DataType) -> str:
+    """A ROW, ARRAY or MAP value as Flink prints it: ``(1, x)``, ``[1, 2]``, ``{k=5}``.
+
+    Example:
+        >>> t = pa.struct([("a", pa.int32()), ("tags", pa.list_(pa.string()))])
+        >>> format_nested({"a": 1, "tags": ["x", None]}, t)
+        '(1, [x, NULL])'
+        >>> format_nested([("k", 5)], pa.map_(pa.string(), pa.int64()))
+        '{k=5}'
+    """
+    if value is None:
+        return "NULL"
+    if pa.types.is_struct(dtype):
+        return "(" + ", ".join(format_nested(value.get(f.name), f.type) for f in dtype) + ")"
+    if pa.types.is_map(dtype):
+        return "{" + ", ".join(f"{format_nested(k, dtype.key_type)}={format_nested(v, dtype.item_type)}"
+                               for k, v in value) + "}"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return "[" + ", ".join(format_nested(v, dtype.value_type) for v in value) + "]"
+    return format_value(value)
+
+
 def _column_cells(column: pa.ChunkedArray) -> list[str]:
     if pa.types.is_float32(column.type):  # a FLOAT at its own precision: 0.1, not 0.10000000149011612
         return ["NULL" if v is None else str(np.float32(v)) for v in column.to_pylist()]
+    if pa.types.is_nested(column.type):
+        return [format_nested(v, column.type) for v in column.to_pylist()]
     return [format_value(v) for v in column.to_pylist()]
 
 

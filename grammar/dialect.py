@@ -35,6 +35,7 @@ from .diagnostics import Diagnostic, Span
 from .errors import SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
 from .json_functions import JSON_FUNCTION_PARSERS, JSON_FUNCTIONS, is_json
+from .nested import NESTED_FUNCTIONS, NESTED_TYPES, Subscript, build_map, parse_flink_type, sql_subscript
 from .stream_syntax import (
     R2S_KINDS,
     CqlWindow,
@@ -102,7 +103,7 @@ class Dsms(Dialect):
     # Flink semantics: INT / INT is an integer division.
     TYPED_DIVISION = True
     # Flink's result types (YEAR is BIGINT, ROUND keeps its argument's type, INT / INT is INT).
-    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, **FLINK_TYPES}
+    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, **FLINK_TYPES, **NESTED_TYPES}
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
@@ -112,7 +113,7 @@ class Dsms(Dialect):
         FUNC_TOKENS = parser.Parser.FUNC_TOKENS | {TokenType.SESSION}
         ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
 
-        FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS, **JSON_FUNCTIONS}
+        FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS, **JSON_FUNCTIONS, **NESTED_FUNCTIONS}
 
         def _parse_is(self, this):
             # s IS [NOT] JSON [VALUE|OBJECT|ARRAY|SCALAR], as DuckDB json calls (grammar/json_functions.py)
@@ -152,10 +153,29 @@ class Dsms(Dialect):
             # "FROM s EMIT CHANGES": EMIT starts a clause, it is not an alias of s.
             return None if at_stream_clause(self) else super()._parse_table_alias(alias_tokens)
 
+        def _parse_types(self, *args, **kwargs):
+            # ROW<a INT, ...>, ROW(a INT, ...) and MULTISET<T>; ARRAY<T> and MAP<K, V> are sqlglot's own.
+            # No collations (``ARRAY<INT FOO>`` would read FOO as one).
+            return parse_flink_type(self) or super()._parse_types(*args, **{**kwargs, "with_collation": False})
+
         def _parse_bracket(self, this=None):
             if isinstance(this, exp.Table) and at_cql_window(self):
                 return parse_cql_window(self, this)
-            return super()._parse_bracket(this)
+            if (isinstance(this, exp.Column) and not this.table and not this.this.quoted
+                    and this.name.upper() == "MAP" and self._match(TokenType.L_BRACKET)):
+                args = self._parse_csv(self._parse_disjunction)
+                if not self._match(TokenType.R_BRACKET):
+                    self.raise_error("Expected ]")
+                return self._parse_bracket(self.expression(build_map(args)))
+            result = super()._parse_bracket(this)
+            if this is None or not isinstance(result, exp.Bracket):
+                return result
+            # x[k]: an array element, a map value or a row field, decided by the type of x.
+            for b in list(result.find_all(exp.Bracket)):
+                if len(b.expressions) != 1:
+                    self.raise_error("a subscript takes one index: x[i]")
+            return result.transform(lambda n: Subscript(this=n.this, expression=n.expressions[0])
+                                    if isinstance(n, exp.Bracket) else n, copy=False)
 
         def _parse_descriptor_body(self) -> Descriptor:
             col = self._parse_column()
@@ -258,6 +278,7 @@ class Dsms(Dialect):
                 ),
             ),
             GroupWindow: lambda self, e: f"{e.args['kind']}({self.expressions(e, flat=True)})",
+            Subscript: sql_subscript,
             EmitClause: sql_emit,
             CqlWindow: sql_cql_window,
             RelationToStream: lambda self, e: f"{e.args['kind']}({self.sql(e, 'this')})",

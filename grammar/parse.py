@@ -30,6 +30,7 @@ from .errors import SqlSyntaxError
 _TERMINAL_WORDS = {
     "QUERY_TEXT": "a query (SELECT ...)",
     "EXPR_TEXT": "an expression",
+    "NESTED_TYPE": "a type",
     "NAME": "a name",
     "QUOTED_NAME": "a name",
     "STRING": "a quoted string",

@@ -16,7 +16,7 @@ from .bind.expressions import Scope, bind_scalar, infer_type
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
 from .timeutil import interval_micros, node_span
-from .types import TIMESTAMP, Field, Schema, parse_type
+from .types import TIMESTAMP, Field, Schema, is_nested, parse_type, sql_name
 
 
 def check_options(options: dict, role: str, stmt, schema: Schema | None = None) -> ConnectorDescriptor:
@@ -139,6 +139,7 @@ def _check_readable(stmt: CreateSource, kind: str, descriptor, fmt, physical_sch
     """What a source's kind (STREAM or TABLE), connector and format must agree on for it to be read."""
     src = stmt.source
     options = dict(stmt.options)
+    _check_nested_format(physical_schema, fmt, "source", stmt.span, src)
     if kind == "stream" and fmt is not None and fmt.changelog and fmt.source:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
@@ -155,6 +156,35 @@ def _check_readable(stmt: CreateSource, kind: str, descriptor, fmt, physical_sch
     if kind == "table" and not descriptor.tables:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
+
+
+def _has_map(dtype) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_has_map(f.type) for f in dtype)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _has_map(dtype.value_type)
+    return False
+
+
+def _check_nested_format(schema: Schema, fmt, role: str, span, source) -> None:
+    """CSV and raw cannot hold nested values (nor, in dsms, Avro); JSON sources read ROW and ARRAY but not MAP."""
+    name = fmt.name if fmt is not None else None
+    for f in schema:
+        if not is_nested(f.type):
+            continue
+        if name in ("csv", "raw", "avro"):
+            why = "dsms does not map nested values to Avro yet" if name == "avro" else "it has no nested values"
+            raise SqlError(Diagnostic(
+                f"format '{name}' cannot hold column '{f.name}' of type {sql_name(f.type)}: {why}",
+                span, source, help="use format = 'json' (or 'parquet' for files), or flatten the column: "
+                                   "SELECT r.a AS r_a, arr[1] AS first ..."))
+        if role == "source" and name in ("json", "debezium-json", "changelog-json") and _has_map(f.type):
+            raise SqlError(Diagnostic(
+                f"column '{f.name}' of type {sql_name(f.type)}: a {name} source cannot read MAP or MULTISET values",
+                span, source, help="declare the object as ROW<key1 T, key2 T, ...> with its keys, "
+                                   "or read the file as parquet"))
 
 
 def _bind_columns(stmt: CreateSource) -> list[Field]:
@@ -261,6 +291,7 @@ def bind_create_sink(stmt: CreateSink, schema: Schema, changelog: str, base_dir:
     options.setdefault("connector", "memory")
     descriptor = check_options(options, "sink", stmt, schema)
     fmt = descriptor.format(options.get("format") or options.get("value.format"))  # Flink's two names
+    _check_nested_format(schema, fmt, "sink", stmt.query.span, stmt.source)
     if changelog == "updating" and (not fmt.changelog if fmt is not None else not descriptor.accepts_changes):
         changes = [f"'{f.name}'" for f in descriptor.formats if f.sink and f.changelog]
         what = f"format '{fmt.name}'" if fmt is not None else f"connector '{descriptor.name}'"

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from ..grammar import Diagnostic, SqlError
 from ..grammar.diagnostics import did_you_mean
+from ..grammar.nested import struct_fields
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import FLOOR_CEIL_TO, floor_ceil_operand, format_timestamp
 from .timeutil import node_span
@@ -50,6 +51,9 @@ SCALAR_FUNCTIONS = sorted({
     "EXTRACT", "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE",
     "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
     "TIMESTAMPDIFF",
+    # nested values (grammar/nested.py)
+    "CARDINALITY", "ELEMENT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_REVERSE",
+    "ARRAY_SLICE", "ARRAY_CONCAT", "ARRAY_JOIN", "MAP_KEYS", "MAP_VALUES", "MAP_ENTRIES",
     # JSON (tests/test_json_functions.py; runtime and DuckDB routes)
     "JSON_VALUE", "JSON_QUERY", "JSON_EXISTS", "JSON_OBJECT", "JSON_ARRAY", "JSON_STRING", "JSON",
 })
@@ -146,10 +150,31 @@ def _lower_trunc(node: exp.Trunc) -> exp.Expression | None:
     return None
 
 
+def row_cast(value: exp.Expression, to: exp.DataType) -> exp.Expression | None:
+    """A CAST of a ROW to a ROW type with other field names, field by field in order (Flink's rule; DuckDB
+    matches fields by name). None when ``value`` is not such a ROW."""
+    source = value.type
+    if source is None or source.this != exp.DataType.Type.STRUCT or to.this != exp.DataType.Type.STRUCT:
+        return None
+    fields, targets = struct_fields(source), struct_fields(to)
+    if len(fields) != len(targets) or list(fields) == list(targets):
+        return None
+    built = exp.Struct(expressions=[
+        exp.PropertyEQ(this=exp.to_identifier(name, quoted=True),
+                       expression=exp.Cast(this=exp.Dot(this=value.copy(), expression=exp.to_identifier(src, quoted=True)),
+                                           to=dtype.copy()))
+        for src, (name, dtype) in zip(fields, targets.items())])
+    return exp.Case().when(exp.Is(this=value.copy(), expression=exp.Null()), exp.Null(), copy=False).else_(
+        built, copy=False)
+
+
 def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     source = node.this.type
     if source is None:
         return None
+    positional = row_cast(node.this, node.to)
+    if positional is not None:
+        return positional
     if node.to.is_type(*exp.DataType.INTEGER_TYPES) and source.this in _DOUBLE | {exp.DataType.Type.DECIMAL}:
         # Flink (and Spark) truncate toward zero; DuckDB rounds.
         new = node.copy()

@@ -17,8 +17,10 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 from ..grammar import Diagnostic, Span, SqlError
+from ..grammar.dialect import Dsms
 
 TIMESTAMP = pa.timestamp("us")
 
@@ -68,18 +70,26 @@ class InvalidType(ValueError):
 # Type names of more than one word that mean one type; any other extra word
 # (``INT ARRAY``, ``INT FOO``) would be dropped by sqlglot and is refused.
 _MULTI_WORD = {"DOUBLE PRECISION", "CHARACTER VARYING", "CHAR VARYING"}
-_NOT_YET = {"ARRAY", "MULTISET", "MAP", "ROW", "TIMESTAMP_LTZ", "TIMESTAMPLTZ", "TIMESTAMPTZ", "LOCAL"}
-_SUPPORTED_HELP = "use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE or TIMESTAMP(3)"
+_NOT_YET = {"TIMESTAMP_LTZ", "TIMESTAMPLTZ", "TIMESTAMPTZ", "LOCAL"}
+_NESTED = ("ARRAY", "MAP", "MULTISET", "ROW")
+_SUPPORTED_HELP = ("use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE, "
+                   "TIMESTAMP(3), ARRAY<T>, MAP<K, V>, MULTISET<T> or ROW<name T, ...>")
 
 
 def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:
     """Parse a SQL type name (``BIGINT``, ``TIMESTAMP(3)``, ``DECIMAL(10, 2)``)."""
     alias = {"BYTES": "VARBINARY", "STRING": "VARCHAR"}.get(text.strip().upper(), text)
-    words = text.upper().replace("(", " (").split()
+    words = text.upper().replace("(", " (").replace("<", " < ").replace(",", " , ").split()
     if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words):
         raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
-                                  help="ARRAY, MULTISET, MAP, ROW and time-zone-aware timestamps (TIMESTAMP_LTZ) "
-                                       "are not supported; " + _SUPPORTED_HELP))
+                                  help="time-zone-aware timestamps (TIMESTAMP_LTZ) are not supported; "
+                                       + _SUPPORTED_HELP))
+    if len(words) > 1 and words[-1] in ("ARRAY", "MULTISET") and words[0] not in _NESTED:
+        # Flink's suffix spelling: ``INT ARRAY`` is ``ARRAY<INT>``, ``STRING MULTISET`` is ``MULTISET<STRING>``.
+        base = text.strip()[: -len(words[-1])].strip()
+        return _parse_nested(f"{words[-1]}<{base}>", span, source)
+    if words and words[0] in _NESTED:
+        return _parse_nested(text, span, source)
     name = " ".join(w for w in words if not w.startswith("(") and w[:1].isalpha() and w not in ("WITHOUT", "TIME", "ZONE"))
     try:
         dtype = exp.DataType.build(alias) if " " not in name or name in _MULTI_WORD else None
@@ -94,9 +104,28 @@ def parse_type(text: str, span: Span | None = None, source: str | None = None) -
     return result
 
 
+def _parse_nested(text: str, span: Span | None, source: str | None) -> pa.DataType:
+    """``ARRAY<T>``, ``MAP<K, V>``, ``MULTISET<T>``, ``ROW<a T, ...>`` / ``ROW(a T, ...)``, nested to any depth."""
+    dialect = Dsms()
+    try:  # (DataType.build ignores what it cannot parse: ARRAY<INT FOO> would be ARRAY<INT>)
+        dtype = dialect.parser(error_level=ErrorLevel.RAISE).parse_into(exp.DataType, dialect.tokenize(text), text)[0]
+    except Exception:
+        dtype = None
+    try:
+        result = from_sql_type(dtype) if dtype is not None else None
+    except InvalidType as e:
+        raise SqlError(Diagnostic(str(e), span, source, help="DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p"
+                                  if "DECIMAL" in str(e) else None)) from None
+    if result is None:
+        raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source, help=_SUPPORTED_HELP))
+    return result
+
+
 def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
     """The Arrow type of a sqlglot type, or None if it is not supported."""
     t = dtype.this
+    if t in (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP, exp.DataType.Type.STRUCT):
+        return _nested_from_sql(dtype)
     if t == exp.DataType.Type.DECIMAL:
         try:
             params = [int(p.name) for p in dtype.expressions] or [38, 18]
@@ -112,12 +141,44 @@ def from_sql_type(dtype: exp.DataType) -> pa.DataType | None:
     return _FROM_SQL.get(t)
 
 
+def _nested_from_sql(dtype: exp.DataType) -> pa.DataType | None:
+    """ARRAY, MAP and STRUCT (ROW) types, element by element; None if any part is not supported."""
+    t = dtype.this
+    if t == exp.DataType.Type.MAP:
+        if len(dtype.expressions) != 2:
+            return None
+        key, value = (from_sql_type(d) for d in dtype.expressions)
+        return pa.map_(key, value) if key is not None and value is not None else None
+    if t != exp.DataType.Type.STRUCT:
+        element = from_sql_type(dtype.expressions[0]) if len(dtype.expressions) == 1 else None
+        return pa.list_(element) if element is not None else None
+    fields = []
+    for f in dtype.expressions:
+        kind = f.args.get("kind") if isinstance(f, exp.ColumnDef) else None
+        ftype = from_sql_type(kind) if kind is not None else None
+        if ftype is None:
+            return None
+        fields.append(pa.field(f.name, ftype))
+    names = [f.name.lower() for f in fields]
+    if not fields or len(set(names)) != len(names):
+        raise InvalidType(f"invalid type '{sql_name(pa.struct(fields))}': a ROW needs fields with distinct names")
+    return pa.struct(fields)
+
+
 def to_sql_type(dtype: pa.DataType) -> exp.DataType:
     """The sqlglot type of an Arrow type (for casts and type inference)."""
     if pa.types.is_decimal(dtype):
         return exp.DataType.build(f"DECIMAL({dtype.precision}, {dtype.scale})")
     if pa.types.is_timestamp(dtype):
         return exp.DataType.build("TIMESTAMP")
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[to_sql_type(dtype.value_type)], nested=True)
+    if pa.types.is_map(dtype):
+        return exp.DataType(this=exp.DataType.Type.MAP, nested=True,
+                            expressions=[to_sql_type(dtype.key_type), to_sql_type(dtype.item_type)])
+    if pa.types.is_struct(dtype):
+        return exp.DataType(this=exp.DataType.Type.STRUCT, nested=True, expressions=[
+            exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True), kind=to_sql_type(f.type)) for f in dtype])
     name = _SQL_NAMES.get(dtype)
     if name is None or dtype == pa.null():
         return exp.DataType.build("UNKNOWN") if name is None else exp.DataType.build("NULL")
@@ -130,7 +191,22 @@ def sql_name(dtype: pa.DataType) -> str:
         return f"DECIMAL({dtype.precision}, {dtype.scale})"
     if pa.types.is_timestamp(dtype):
         return "TIMESTAMP(3)"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return f"ARRAY<{sql_name(dtype.value_type)}>"
+    if pa.types.is_map(dtype):
+        return f"MAP<{sql_name(dtype.key_type)}, {sql_name(dtype.item_type)}>"
+    if pa.types.is_struct(dtype):
+        return "ROW<" + ", ".join(f"{_field_name(f.name)} {sql_name(f.type)}" for f in dtype) + ">"
     return _SQL_NAMES.get(dtype, str(dtype).upper())
+
+
+def _field_name(name: str) -> str:
+    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+
+
+def is_nested(dtype: pa.DataType) -> bool:
+    """ROW, ARRAY, MAP or MULTISET."""
+    return pa.types.is_nested(dtype)
 
 
 def sum_type(dtype: pa.DataType) -> pa.DataType:

@@ -7,11 +7,13 @@ update, ``+U`` the row after it, ``-D`` delete.
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..planner.vocabulary import OP, RETRACTIONS, ChangeOp
+from .duck import conform, registered
 from .errors import ChangelogError
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = ChangeOp  # the row kinds (planner/vocabulary.py)
@@ -78,5 +80,20 @@ def apply_changes(current: pa.Table | None, deltas: list[pa.Table], strict: bool
 def _sum_counts(parts: list[pa.Table]) -> pa.Table:
     table = pa.concat_tables(parts, promote_options="default")
     cols = [c for c in table.column_names if c != "__n"]
+    if any(pa.types.is_nested(t) for t in table.schema.types):
+        return _sum_counts_nested(table, cols)
     summed = table.group_by(cols, use_threads=False).aggregate([("__n", "sum")])
     return summed.rename_columns(cols + ["__n"])
+
+
+def _sum_counts_nested(table: pa.Table, cols: list[str]) -> pa.Table:
+    """``_sum_counts`` when a column is a ROW, ARRAY or MAP (Arrow cannot group by those; DuckDB can)."""
+    con = duckdb.connect()
+    try:
+        with registered(con, __changes=table):
+            summed = con.sql('SELECT * EXCLUDE ("__n"), CAST(SUM("__n") AS BIGINT) AS "__n" FROM "__changes" '
+                             "GROUP BY ALL").to_arrow_table()
+    finally:
+        con.close()
+    return conform(summed, pa.schema(list(table.schema.remove(table.schema.get_field_index("__n")))
+                                     + [pa.field("__n", pa.int64())]))

@@ -62,15 +62,15 @@ def to_table(rows, schema: pa.Schema, columns: list[str] | None = None) -> pa.Ta
                 if unknown:
                     raise RowError(f"unknown column '{keys[unknown[0]]}'; columns are {', '.join(schema.names)}")
                 data = {f.name: [_get(r, f.name) for r in rows] for f in schema}
-                rows = pa.table({n: pa.array(v) if any(x is not None for x in v) else pa.nulls(len(v))
-                                 for n, v in data.items()})
+                rows = pa.table({f.name: _array(data[f.name], f) for f in schema})
             else:
                 width = len(names)
                 for r in rows:
                     if len(r) != width:
                         raise RowError(f"a row has {len(r)} values, expected {width} ({', '.join(names)})")
                 cols = list(zip(*rows)) if rows else [[] for _ in names]
-                rows = pa.table({n: pa.array(list(c)) if any(x is not None for x in c) else pa.nulls(len(c))
+                rows = pa.table({n: _array(list(c), schema.field(_match(schema, n.lower())) if
+                                           schema.get_field_index(_match(schema, n.lower())) >= 0 else None)
                                  for n, c in zip(names, cols)})
     by_lower = {n.lower(): n for n in rows.column_names}
     arrays = []
@@ -81,6 +81,18 @@ def to_table(rows, schema: pa.Schema, columns: list[str] | None = None) -> pa.Ta
         else:
             arrays.append(cast_column(rows.column(present), f.type, f.name))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _array(values: list, field: pa.Field | None) -> pa.Array:
+    """Python values as an Arrow array; nested values (dicts, lists, maps) are built with the column's type."""
+    if not any(x is not None for x in values):
+        return pa.nulls(len(values))
+    if field is None or not pa.types.is_nested(field.type):
+        return pa.array(values)
+    try:
+        return pa.array(values, type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, KeyError) as e:
+        raise RowError(f"column '{field.name}': a value does not fit {field.type}: {e}") from None
 
 
 def _match(schema: pa.Schema, key: str) -> str:

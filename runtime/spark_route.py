@@ -69,6 +69,12 @@ def spark_type(t: pa.DataType) -> str:
         return "TIMESTAMP"
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{spark_type(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{spark_type(t.key_type)}, {spark_type(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "STRUCT<" + ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t) + ">"
     return _SPARK_TYPES[t]
 
 

@@ -181,7 +181,8 @@ REFUSED = [
      "GROUP BY window_start, window_end", "out of range"),
     ("SELECT window_start, COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(ts), INTERVAL 'NaN' SECOND, "
      "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", "out of range"),
-    ("CREATE STREAM q (x INT ARRAY) WITH (connector = 'memory')", "not supported yet"),
+    ("CREATE STREAM q (x ARRAY<INT FOO>) WITH (connector = 'memory')", "unknown or unsupported type"),
+    ("CREATE STREAM q (x ROW<a INT, A INT>) WITH (connector = 'memory')", "distinct names"),
     ("CREATE STREAM q (x INT FOO) WITH (connector = 'memory')", "unknown or unsupported type"),
     ("CREATE STREAM q (x TIMESTAMP_LTZ(3)) WITH (connector = 'memory')", "not supported yet"),
     ("CREATE STREAM q (x TIMESTAMP(3) WITH LOCAL TIME ZONE) WITH (connector = 'memory')", "not supported yet"),

@@ -48,7 +48,7 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     # unqualified: the columns of every relation in FROM (typed after the cursor too), then functions
     ("SELECT | FROM clicks", ["ad", "ts", "ABS", ...]),
     ("SELECT * FROM clicks, ads WHERE t|", ["ts", "title", "timestampadd", ...]),
-    ("SELECT COUNT(*) FROM clicks GROUP BY a|", ["ad", "abs", "avg", ...]),
+    ("SELECT COUNT(*) FROM clicks GROUP BY a|", ["ad", "abs", ...]),
     ("SELECT * FROM clicks; SELECT ti| FROM ads", ["title", "timestampadd", ...]),
     # relations after FROM and JOIN; sinks are not relations
     ("SELECT * FROM |", RELATIONS + ["TABLE"]),

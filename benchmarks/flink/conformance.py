@@ -54,6 +54,9 @@ COLUMNS = ("id BIGINT, k STRING, v INT, price DOUBLE, amount DECIMAL(10, 2), url
 SOURCES = ("ev", "ev2", "ev3", "edge", "ooo", "lsess", "lover")
 # Tables read as Debezium JSON: the changes of rows by primary key.
 TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED"}
+# Streams of nested JSON (ROW and ARRAY columns).
+NESTED = {"orders": "id BIGINT, customer ROW<name STRING, tags ARRAY<STRING>>, items ARRAY<ROW<sku STRING, qty INT>>, "
+                    "ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"}
 
 # -- data ---------------------------------------------------------------------------------
 
@@ -141,6 +144,19 @@ def out_of_order_events() -> list[dict]:
              "ts": _fmt(BASE + dt.timedelta(seconds=t))} for i, t in enumerate(seconds)]
 
 
+def nested_orders(n: int, seed: int) -> list[dict]:
+    """Orders with a customer object (some NULL, some without tags) and an array of item objects (some empty)."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        tags = None if rng.random() < 0.1 else [rng.choice(["a", "b", "c", "b", None]) for _ in range(rng.randrange(4))]
+        customer = None if rng.random() < 0.1 else {"name": rng.choice(["ann", "bob", None]), "tags": tags}
+        items = [{"sku": f"s{rng.randrange(4)}", "qty": rng.choice([1, 2, 5, None])} for _ in range(rng.randrange(4))]
+        rows.append({"id": i, "customer": customer, "items": None if rng.random() < 0.05 else items,
+                     "ts": _fmt(BASE + dt.timedelta(seconds=i * 0.5))})
+    return rows
+
+
 def _hand_made(rows: list[tuple[str, float]]) -> list[dict]:
     return [{"id": i, "k": k, "v": i, "price": 1.0, "amount": 1, "url": None,
              "ts": _fmt(BASE + dt.timedelta(seconds=t))} for i, (k, t) in enumerate(rows)]
@@ -171,6 +187,9 @@ def write_data() -> dict[str, str]:
         with open(paths[name], "w") as f:
             for r in rows:
                 f.write(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n")
+    paths["orders"] = os.path.join(DATA, "orders.jsonl")
+    with open(paths["orders"], "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in nested_orders(400, seed=11))
     paths["rates"] = os.path.join(DATA, "rates.jsonl")
     with open(paths["rates"], "w") as f:
         f.writelines(json.dumps(e) + "\n" for e in debezium_changes(60, seed=7))
@@ -311,6 +330,26 @@ CASES = [
                   SELECT window_start, window_end, id, v, ROW_NUMBER() OVER (
                     PARTITION BY window_start, window_end ORDER BY v DESC) AS rn
                   FROM {tvf('TUMBLE', 'ooo', M1)}) WHERE rn <= 2"""},
+    # Nested JSON (docs/types.md): ROW and ARRAY access, constructors and functions, UNNEST.
+    {"name": "nested_json_access",
+     "sql": """SELECT id, customer.name AS name, customer.tags[1] AS first_tag, customer.tags[4] AS fourth,
+                      CARDINALITY(items) AS n, items[1].sku AS sku, orders.items[2].qty AS qty
+               FROM orders"""},
+    {"name": "nested_array_constructors",
+     "sql": """SELECT id, CARDINALITY(ARRAY[id, id + 1]) AS n, ARRAY[customer.name, 'x'][2] AS x2,
+                      ARRAY_JOIN(ARRAY_DISTINCT(customer.tags), ',') AS tags, ARRAY_POSITION(customer.tags, 'b') AS pos,
+                      ARRAY_CONTAINS(customer.tags, 'a') AS has_a, MAP['k', id]['k'] AS mk,
+                      CARDINALITY(ARRAY_SLICE(customer.tags, 2)) AS rest
+               FROM orders"""},
+    {"name": "nested_unnest_rows",
+     "sql": "SELECT id, sku, qty FROM orders CROSS JOIN UNNEST(items) AS t(sku, qty)"},
+    {"name": "nested_unnest_ordinality",
+     "sql": "SELECT id, tag, pos FROM orders AS o CROSS JOIN UNNEST(o.customer.tags) WITH ORDINALITY AS t(tag, pos)"},
+    {"name": "nested_left_join_unnest",
+     "sql": "SELECT id, tag FROM orders AS o LEFT JOIN UNNEST(o.customer.tags) AS t(tag) ON TRUE"},
+    {"name": "nested_unnest_group_agg", "known": {"types": SUM_INT},
+     "sql": """SELECT sku, COUNT(*) AS n, SUM(qty) AS q FROM orders CROSS JOIN UNNEST(items) AS t(sku, qty)
+               GROUP BY sku"""},
     {"name": "late_tvf_rows_kept", "sql": f"SELECT id, window_start FROM {tvf('TUMBLE', 'ooo', M1)}"},
     # Late events under sessions and OVER aggregates (lsess.jsonl, lover.jsonl), as Flink judges them.
     {"name": "late_session_tvf",
@@ -390,8 +429,15 @@ def table_ddl(name: str, path: str, flink: bool) -> str:
     return f"CREATE TABLE {name} ({TABLES[name]}) WITH ({options})"
 
 
+def nested_ddl(name: str, path: str, flink: bool) -> str:
+    options = (f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'json'" if flink
+               else f"connector = 'file', path = '{path}', format = 'json'")
+    return f"CREATE TABLE {name} ({NESTED[name]}) WITH ({options})"
+
+
 def all_ddl(paths: dict, flink: bool) -> list[str]:
-    return [source_ddl(n, paths[n], flink) for n in SOURCES] + [table_ddl(n, paths[n], flink) for n in TABLES]
+    return ([source_ddl(n, paths[n], flink) for n in SOURCES] + [table_ddl(n, paths[n], flink) for n in TABLES]
+            + [nested_ddl(n, paths[n], flink) for n in NESTED])
 
 
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:

@@ -46,6 +46,7 @@ from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
 from .sort import bind_order_limit
+from .unnest import bind_unnest, is_unnest_join
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
@@ -171,6 +172,8 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
     if from_ is None:
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
+    elif any(is_unnest_join(j) for j in select.args.get("joins") or ()):
+        node, scope = _bind_unnest_joins(from_.this, select.args["joins"], ctx)
     elif select.args.get("joins"):
         node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
         node, where = (L.Filter(node, rest) if rest is not None else node), None
@@ -183,6 +186,22 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         require_boolean(cond, node.schema, where.this, ctx)
         node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
     return node, scope, slide
+
+
+def _bind_unnest_joins(first: exp.Expression, joins: list[exp.Join], ctx: BindContext) -> tuple[L.Node, Scope]:
+    """FROM a [JOIN b ...] CROSS JOIN UNNEST(...) ...: the joins, then each UNNEST over their result."""
+    at = next(i for i, j in enumerate(joins) if is_unnest_join(j))
+    later = next((j for j in joins[at:] if not is_unnest_join(j)), None)
+    if later is not None:
+        raise ctx.error("a join after CROSS JOIN UNNEST is not supported", later,
+                        help="join first and UNNEST last, or UNNEST in a subquery")
+    if at:
+        node, scope, _ = bind_joins(first, joins[:at], None, ctx)
+    else:
+        node, scope = bind_relation(first, ctx)
+    for j in joins[at:]:
+        node, scope = bind_unnest(node, scope, j, ctx)
+    return node, scope
 
 
 def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: BindContext) -> list[exp.Expression]:

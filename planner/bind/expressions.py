@@ -78,10 +78,55 @@ def bind_scalar(tree: exp.Expression, scope: Scope, source: str | None, *, allow
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            return col(scope.resolve(node, source).field.name)
+            return _resolve_path(node, node.parts, scope, source)
+        if isinstance(node, exp.Dot) and isinstance(_leftmost(node), exp.Column):
+            path = _dot_path(node)
+            return _resolve_path(path[0], path[0].parts + path[1:], scope, source)
         return node
 
     return tree.transform(rewrite, copy=False)
+
+
+def _leftmost(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Dot):
+        node = node.this
+    return node
+
+
+def _dot_path(node: exp.Expression) -> list:
+    """``a.b.c.d.e`` (a Column of four parts under Dots): the Column, then the field identifiers."""
+    fields = []
+    while isinstance(node, exp.Dot):
+        fields.append(node.expression)
+        node = node.this
+    return [node] + fields[::-1]
+
+
+def _resolve_path(column: exp.Column, parts: list, scope: Scope, source: str | None) -> exp.Expression:
+    """``[qualifier.]column[.field...]``: the input field, then ROW field access (``r.a.b``, as Flink)."""
+    names = [p.name for p in parts]
+    quals = {c.qualifier for c in scope.columns if c.qualifier}
+    start = 1 if len(names) > 1 and names[0].lower() in quals and any(
+        c.qualifier == names[0].lower() and c.name.lower() == names[1].lower() for c in scope.columns) else 0
+    if start == 0 and len(names) > 1 and not any(c.name.lower() == names[0].lower() for c in scope.columns):
+        start = 1  # an unknown qualifier: the error names it
+    head = exp.Column(this=parts[start].copy(), table=parts[0].copy() if start else None)
+    head.meta.update(column.meta)
+    found = scope.resolve(head, source)
+    tree: exp.Expression = col(found.field.name)
+    dtype = found.field.type
+    for ident in parts[start + 1:]:
+        if not pa.types.is_struct(dtype):
+            raise SqlError(Diagnostic(f"'{ident.name}' is not a field: the value before it is not a ROW",
+                                      node_span(column), source,
+                                      help="use x[i] for an ARRAY element and m[key] for a MAP value"))
+        match = [f for f in dtype if f.name.lower() == ident.name.lower()]
+        if not match:
+            raise SqlError(Diagnostic(f"unknown field '{ident.name}'", node_span(column), source,
+                                      help=did_you_mean(ident.name, [f.name for f in dtype])))
+        tree = exp.Dot(this=tree, expression=exp.to_identifier(match[0].name, quoted=True))
+        dtype = match[0].type
+    return tree
 
 
 def _check_tree(tree: exp.Expression, source: str | None, allow_aggregates: bool, clause: str) -> None:

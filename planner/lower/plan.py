@@ -58,6 +58,7 @@ from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..logical.sort import Limit, TemporalSort
+from ..logical.unnest import Unnest
 from ..physical.plan_window import time_kinds
 from ..types import Schema
 from .duckdb_only import duckdb_only_call
@@ -67,6 +68,7 @@ from .scan import ScanSpec, scan_select, scan_spec, table_state
 from .sort import limit_refusal, lower_limit, lower_temporal_sort, result_order
 from .sql import DIALECTS, ORDER, RUNTIME, LoweringRefused, alias, c, cast, table
 from .sqlgen import typed
+from .sqlgen_unnest import unnest_select
 from .stream import check_stream, streaming_nodes
 from .window import lower_aggregate, lower_window_aggregate, lower_window_tvf
 
@@ -257,6 +259,7 @@ class _Lowering:
                   L.Aggregate: lower_aggregate, Join: lower_join, OverAggregate: lower_over, TopN: lower_topn,
                   SnapshotDiff: lower_snapshot_diff, TemporalSort: lower_temporal_sort, Limit: lower_limit}
         self.handlers = {L.Filter: self.lower_filter, L.Project: self.lower_project, L.Union: self.lower_union,
+                         Unnest: self.lower_unnest,
                          L.Values: self.lower_values, L.Scan: self.lower_scan, LateScan: self.lower_late_scan,
                          **{t: partial(f, self) for t, f in family.items()}}
         out = self.rel(self.root)
@@ -331,6 +334,13 @@ class _Lowering:
         items = [alias(self.expr(e, node.input.schema), name) for name, e in node.exprs]
         items += [c(n) for n in ORDER] if src.ordered else []
         return self.add(exp.select(*items).from_(self.use(src)), node.schema.names, src.ordered)
+
+    def lower_unnest(self, node: Unnest) -> Rel:
+        if self.dialect != "duckdb":
+            raise _refuse(self.dialect, "run CROSS JOIN UNNEST", "it is lowered for DuckDB only")
+        src = self.rel(node.input)
+        query = unnest_select(node, self.use(src), self.expr(node.expr, node.input.schema))
+        return self.add(query, node.schema.names, src.ordered)
 
     def lower_union(self, node: L.Union) -> Rel:
         parts = []

@@ -15,11 +15,13 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from ...grammar.dialect import Dsms
 from ..bind.expressions import col
-from ..functions import lower_functions
+from ..functions import lower_functions, row_cast
 from ..logical import nodes as L
+from ..logical.unnest import Unnest
 from ..physical.specs import BATCH, OP
 from ..types import Schema, to_sql_type
 from ..windows import assign_windows, timestamp
+from .sqlgen_unnest import unnest_select
 
 DIALECT = "duckdb"
 _IN = "__in"
@@ -58,7 +60,8 @@ def typed(expr: exp.Expression, schema: Schema) -> exp.Expression:
 
 
 def cast(e: exp.Expression, dtype: pa.DataType) -> exp.Expression:
-    return exp.Cast(this=e, to=to_sql_type(dtype))
+    to = to_sql_type(dtype)
+    return row_cast(e, to) or exp.Cast(this=e, to=to)
 
 
 def batch_table() -> exp.Table:
@@ -86,6 +89,8 @@ def layer(node: L.Node, inner: exp.Expression) -> exp.Select:
         return exp.select(*items).from_(src)
     if isinstance(node, L.WindowTVF):
         return window_columns(node.window, src, schema)
+    if isinstance(node, Unnest):
+        return unnest_select(node, src, typed(node.expr, schema))
     raise TypeError(f"{type(node).__name__} is not a per-batch node")
 
 

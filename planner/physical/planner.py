@@ -1,6 +1,6 @@
 """Physical planning: an optimized logical plan -> the runtime's operator DAG.
 
-Runs of per-batch nodes (Filter, Project, WindowTVF) are fused into one
+Runs of per-batch nodes (Filter, Project, WindowTVF, Unnest) are fused into one
 SQL statement per batch: into a CalcOp, or into the partial aggregation of
 the WindowAggOp above them. Sources read only the columns the plan uses.
 
@@ -32,6 +32,7 @@ from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..logical.late import LateScan
 from ..logical.sort import Limit, TemporalSort
+from ..logical.unnest import Unnest
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
@@ -58,7 +59,7 @@ from .specs import (
 )
 from .stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 
-_PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
+_PER_BATCH = (L.Filter, L.Project, L.WindowTVF, Unnest)
 
 
 def plan_physical(root: L.Node) -> PhysicalPlan:
@@ -134,7 +135,7 @@ class _Planner(JoinPlanning):
         label = " -> ".join(n.label() for n in chain)
         return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
 
-    plan_Filter = plan_Project = plan_per_batch
+    plan_Filter = plan_Project = plan_Unnest = plan_per_batch
 
     def plan_WindowTVF(self, node: L.WindowTVF) -> int:
         if is_session_tvf(node):

@@ -9,6 +9,10 @@ or epoch milliseconds (see ``convert.py``). A line holding bytes that are
 not UTF-8, ``NaN`` or ``Infinity`` (not JSON numbers), or a number beyond
 a double (``1e400``) is a bad line, blamed on the key that holds it.
 
+A ROW column takes a JSON object (its fields by name, other keys ignored)
+and an ARRAY column a JSON array, nested to any depth; a value of another
+shape is a bad line blamed on its column.
+
 ``pyarrow.json`` insists on one JSON type per column, but a timestamp
 column may hold strings on some lines and numbers on others. The codec
 reads timestamp columns in one of three modes and remembers the last that
@@ -293,6 +297,16 @@ def _json_kind_fits(value, dtype: pa.DataType) -> bool:
     Only the JSON kind is judged (string, number, boolean, ...); whether the
     value then converts is left to the vectorized path.
     """
+    if value is None:
+        return True
+    if pa.types.is_struct(dtype):  # a JSON object onto a ROW: each of its fields (others are ignored)
+        if not isinstance(value, _Pairs):
+            return False
+        obj = dict(value)
+        return all(_json_kind_fits(obj.get(f.name), f.type) for f in dtype)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return isinstance(value, list) and not isinstance(value, _Pairs) and all(
+            _json_kind_fits(v, dtype.value_type) for v in value)
     if isinstance(value, bool):
         return pa.types.is_boolean(dtype)
     if isinstance(value, (list, dict)):
