@@ -61,3 +61,7 @@ class ChangelogError(DsmsError, ValueError):
 
 class RouteNotFound(DsmsError):
     """No registered route serves a routing choice."""
+
+
+class MatchError(DsmsError):
+    """MATCH_RECOGNIZE cannot go on (AFTER MATCH SKIP TO a row that does not exist)."""

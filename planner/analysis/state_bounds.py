@@ -32,6 +32,7 @@ from dataclasses import replace
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff
 from ..logical.join import Join, duration
+from ..logical.match import MatchRecognize
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 
@@ -95,4 +96,9 @@ def state_bound(node: L.Node) -> str | None:
         return f"rows until the watermark passes them, and the last {reach} per partition"
     if isinstance(node, SnapshotDiff):
         return "the rows of the last instant, until the watermark passes the next"
+    if isinstance(node, MatchRecognize):
+        if node.within_us:
+            return (f"rows until the watermark passes them, and partial matches until {duration(node.within_us)} "
+                    "after their first row (WITHIN)")
+        return ("rows until the watermark passes them, and partial matches until they fail (no WITHIN bounds them)")
     return None

@@ -24,6 +24,7 @@ from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..logical.join import Join
 from ..logical.late import LateScan
+from ..logical.match import MatchRecognize
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..lower import sqlgen as S
@@ -33,6 +34,7 @@ from ..timeutil import parse_duration
 from ..types import Schema, sum_type
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from .plan_joins import JoinPlanning
+from .match_specs import MatchRecognizeOp, match_fields
 from .plan_window import over_fields, session_fields, time_kinds, topn_fields
 from .specs import (
     OP,
@@ -149,6 +151,11 @@ class _Planner(JoinPlanning):
         fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
         return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def plan_MatchRecognize(self, node) -> int:
+        chain, base = self.fused_input(node)
+        return self.add(MatchRecognizeOp, node, (self.op_for(base),), _fused_label(node, chain),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None, **match_fields(node))
 
     def plan_TopN(self, node) -> int:
         chain, base = self.fused_input(node)
@@ -332,7 +339,7 @@ def uses_event_time(node: L.Node) -> bool:
     """
     if isinstance(node, L.WindowTVF):
         return node.window.kind == "SESSION"
-    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
+    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff, MatchRecognize)):
         return True
     if isinstance(node, TopN):
         return node.kind in ("window", "first", "last")
