@@ -62,7 +62,7 @@ def match_sql(node: MatchRecognize) -> MatchSql:
                   f"FROM __rows ORDER BY {PID}, {T}, {SEQ}")
     items = [f"any_value({p}) AS {p}" for p in P]
     for (name, e), f in zip(node.measures, node.measure_fields):
-        body = e.copy().transform(lambda n: _nav_sql(n, schema) if is_nav(n) else n)
+        body = e.copy().transform(lambda n: _nav_sql(n, schema, T) if is_nav(n) else n)
         items.append(f"{render(cast(body, f.type))} AS {q(name)}")
     measures = (f"SELECT {', '.join(items)} FROM __map JOIN __rows USING ({SEQ}) "
                 f"GROUP BY {MATCH} ORDER BY {MATCH}")
@@ -78,13 +78,13 @@ def _with_lag(cond: exp.Expression, window: str) -> exp.Expression:
     return cond.transform(lag)
 
 
-def _nav_sql(node: exp.Expression, schema: Schema) -> exp.Expression:
+def _nav_sql(node: exp.Expression, schema: Schema, time: str) -> exp.Expression:
     how, var, arg, n = nav_parts(node)
     where = f" FILTER (WHERE {VAR} = {var})" if var != ALL_ROWS else ""
     a = render(typed(arg, schema)) if arg is not None else "*"
     if how in ("FIRST", "LAST"):
         index = n + 1 if how == "FIRST" else -(n + 1)
-        text = f"(list({a} ORDER BY {SEQ}){where})[{index}]"
+        text = f"(list({a} ORDER BY {time}, {SEQ}){where})[{index}]"  # match order: time, then arrival
     elif how == "AVG":
         arg_type = infer_type(arg, schema)
         out = _agg_type("avg", arg_type, node, None)

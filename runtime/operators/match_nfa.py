@@ -28,7 +28,8 @@ from ..errors import MatchError
 
 PAST_LAST, NEXT_ROW, TO_FIRST, TO_LAST = "PAST LAST ROW", "TO NEXT ROW", "TO FIRST", "TO LAST"
 
-# A run: (start seq, start time, term index, rows taken by that term, path); a path is (seq, var, path) or None.
+# A run: (start seq, start time, term index, rows taken by that term, path); a path is (seq, time, var, path)
+# or None. Rows are ordered by (time, seq): the order they are matched in.
 Run = tuple
 
 
@@ -63,24 +64,25 @@ class Matcher:
         matched: list[tuple] = []
         for seq, t, mask in zip(seqs, times, masks):
             nxt: list[Run] = []
-            done: list[tuple[int, tuple]] = []
+            done: list[tuple[tuple[int, int], tuple]] = []
             for start, start_t, elem, count, path in runs + [(seq, t, 0, 0, None)]:
                 if within and t - start_t >= within:
                     continue  # Flink drops a partial match once it spans WITHIN
                 for e2, c2, var in self.moves(elem, count, mask):
-                    p2 = (seq, var, path)
+                    p2 = (seq, t, var, path)
                     if c2 >= terms[e2][1] and final[e2]:
-                        done.append((start, p2))
+                        done.append(((start_t, start), p2))
                     else:
                         nxt.append((start, start_t, e2, c2, p2))
             if done:
-                nxt = self._after_match(done, nxt, seq, matched)
+                nxt = self._after_match(done, nxt, (t, seq), matched)
             runs = nxt
         return runs, matched
 
-    def _after_match(self, done, nxt, seq, matched) -> list[Run]:
+    def _after_match(self, done, nxt, here: tuple[int, int], matched) -> list[Run]:
+        """Emit the completed matches in order of their first row (time, arrival) and prune as the skip says."""
         done.sort(key=lambda d: d[0])  # stable: the first path found per start wins
-        cut = None  # runs that started before this seq are pruned
+        cut = None  # runs that started before this (time, seq) position are pruned
         ended = set()
         for start, path in done:
             if start in ended or (cut is not None and start < cut):
@@ -88,40 +90,41 @@ class Matcher:
             ended.add(start)
             matched.append(path)
             if self.skip == PAST_LAST:
-                cut = seq + 1
+                cut = (here[0], here[1] + 1)  # every run so far started at or before this row
             elif self.skip != NEXT_ROW:
                 target = self._target(path)
                 if target is None or target == start:
                     var = self.variables[self.skip_var]
                     why = "no row is mapped to it" if target is None else "it is the match's first row"
                     raise MatchError(f"AFTER MATCH SKIP {self.skip} {var}: {why}, so matching cannot resume "
-                                         "there (as in Flink); skip PAST LAST ROW or TO NEXT ROW instead")
+                                     "there (as in Flink); skip PAST LAST ROW or TO NEXT ROW instead")
                 cut = target if cut is None else max(cut, target)
-        return [r for r in nxt if r[0] not in ended and (cut is None or r[0] >= cut)]
+        return [r for r in nxt if (r[1], r[0]) not in ended and (cut is None or (r[1], r[0]) >= cut)]
 
-    def _target(self, path) -> int | None:
+    def _target(self, path) -> tuple[int, int] | None:
         found = None
         while path is not None:
-            seq, var, path = path
+            seq, t, var, path = path
             if var == self.skip_var:
-                found = seq
+                found = (t, seq)
                 if self.skip == TO_LAST:
-                    return seq
+                    return found
         return found
 
 
-def flatten(path) -> tuple[list[int], list[int]]:
-    """A path's rows and variables, oldest first."""
-    seqs, vars_ = [], []
+def flatten(path) -> tuple[list[int], list[int], list[int]]:
+    """A path's rows, their times and their variables, oldest first."""
+    seqs, times, vars_ = [], [], []
     while path is not None:
-        seq, var, path = path
+        seq, t, var, path = path
         seqs.append(seq)
+        times.append(t)
         vars_.append(var)
-    return seqs[::-1], vars_[::-1]
+    return seqs[::-1], times[::-1], vars_[::-1]
 
 
-def unflatten(seqs: list[int], vars_: list[int]):
+def unflatten(seqs: list[int], times: list[int], vars_: list[int]):
     path = None
-    for seq, var in zip(seqs, vars_):
-        path = (seq, var, path)
+    for seq, t, var in zip(seqs, times, vars_):
+        path = (seq, t, var, path)
     return path

@@ -170,18 +170,19 @@ class MatchRecognizeLogic(CountsLate, Logic):
 
     def _runs_table(self, runs: dict, row_schema: pa.Schema) -> pa.Table:
         part = list(self.spec.partition)
-        data: dict[str, list] = {c: [] for c in part + list(_RUN_COLUMNS) + ["__seqs", "__vars"]}
+        data: dict[str, list] = {c: [] for c in part + list(_RUN_COLUMNS) + ["__seqs", "__times", "__vars"]}
         for key, rs in runs.items():
             for start, start_t, elem, count, path in rs:
                 for c, v in zip(part, key):
                     data[c].append(v)
                 for c, v in zip(_RUN_COLUMNS, (start, start_t, elem, count)):
                     data[c].append(v)
-                s, v = flatten(path)
+                s, t, v = flatten(path)
                 data["__seqs"].append(s)
+                data["__times"].append(t)
                 data["__vars"].append(v)
         fields = [row_schema.field(c) for c in part] + [pa.field(c, pa.int64()) for c in _RUN_COLUMNS] + \
-            [pa.field("__seqs", pa.list_(pa.int64())), pa.field("__vars", pa.list_(pa.int64()))]
+            [pa.field(c, pa.list_(pa.int64())) for c in ("__seqs", "__times", "__vars")]
         return pa.table([pa.array(data[f.name], type=f.type) for f in fields], schema=pa.schema(fields))
 
     def _load_runs(self) -> dict:
@@ -196,13 +197,13 @@ class MatchRecognizeLogic(CountsLate, Logic):
         for i in range(table.num_rows):
             key = tuple(cols[c][i] for c in part)
             runs.setdefault(key, []).append((cols["__start"][i], cols["__start_t"][i], cols["__elem"][i],
-                                             cols["__count"][i], unflatten(cols["__seqs"][i], cols["__vars"][i])))
+                                             cols["__count"][i], unflatten(cols["__seqs"][i], cols["__times"][i], cols["__vars"][i])))
         return runs
 
     def _measures(self, matched: list[tuple], rows: pa.Table) -> pa.Table:
         match_ids, seqs, vars_ = [], [], []
         for m, path in enumerate(matched):
-            s, v = flatten(path)
+            s, _, v = flatten(path)
             match_ids.extend([m] * len(s))
             seqs.extend(s)
             vars_.extend(v)
