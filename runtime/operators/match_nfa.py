@@ -41,8 +41,10 @@ class Matcher:
         self.terms = terms
         self.skip, self.skip_var, self.within = skip, skip_var, within_us
         self.variables = variables
-        # A run in term i with at least min_i rows ends the match when every later term may take none.
-        self.final = [all(t[1] == 0 for t in terms[i + 1:]) for i in range(len(terms))]
+        # A run in term i with at least min_i rows ends the match when every later term may take none:
+        # final_min[i] is that min_i, or -1 when a later term needs a row.
+        self.final_min = [t[1] if all(u[1] == 0 for u in terms[i + 1:]) else -1 for i, t in enumerate(terms)]
+        self._memo: dict[tuple[int, int, int], tuple] = {}
 
     def moves(self, elem: int, count: int, mask: int) -> list[tuple[int, int, int]]:
         """Where a run in term ``elem`` with ``count`` rows goes with a row of ``mask``: (term, count, var)."""
@@ -58,24 +60,46 @@ class Matcher:
             elem, count = elem + 1, 0
         return out
 
+    def _moves_memo(self, elem: int, count: int, mask: int) -> tuple[tuple[int, bool, int], ...]:
+        """:meth:`moves` as (term, stays in ``elem``, var), memoized: it depends on ``count`` only up to the
+        term's bounds."""
+        var, lo, hi, _ = self.terms[elem]
+        key = (elem, min(count, max(lo, hi)), mask)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = tuple((e2, e2 == elem and c2 == count + 1, v)
+                                            for e2, c2, v in self.moves(elem, count, mask))
+        return found
+
     def walk(self, runs: list[Run], seqs, times, masks) -> tuple[list[Run], list[tuple]]:
-        """Feed one partition's rows (in time order) to its runs; returns the runs left and the matched paths."""
-        within, final, terms = self.within, self.final, self.terms
+        """Feed one partition's rows (in time order) to its runs; returns the runs left and the matched paths.
+
+        ``runs`` is consumed (extended in place)."""
+        within, final, moves = self.within, self.final_min, self._moves_memo
+        past_last = self.skip == PAST_LAST
         matched: list[tuple] = []
         for seq, t, mask in zip(seqs, times, masks):
             nxt: list[Run] = []
-            done: list[tuple[tuple[int, int], tuple]] = []
-            for start, start_t, elem, count, path in runs + [(seq, t, 0, 0, None)]:
+            done = None
+            runs.append((seq, t, 0, 0, None))  # a match may start at every row
+            for start, start_t, elem, count, path in runs:
                 if within and t - start_t >= within:
                     continue  # Flink drops a partial match once it spans WITHIN
-                for e2, c2, var in self.moves(elem, count, mask):
+                for e2, stays, var in moves(elem, count, mask):
+                    c2 = count + 1 if stays else 1
                     p2 = (seq, t, var, path)
-                    if c2 >= terms[e2][1] and final[e2]:
+                    if 0 <= final[e2] <= c2:
+                        if done is None:
+                            done = []
                         done.append(((start_t, start), p2))
                     else:
                         nxt.append((start, start_t, e2, c2, p2))
-            if done:
-                nxt = self._after_match(done, nxt, (t, seq), matched)
+            if done is not None:
+                if past_last:  # every run began at or before this row: the earliest match ends them all
+                    matched.append(min(done, key=_first)[1])
+                    nxt = []
+                else:
+                    nxt = self._after_match(done, nxt, (t, seq), matched)
             runs = nxt
         return runs, matched
 
@@ -110,6 +134,10 @@ class Matcher:
                 if self.skip == TO_LAST:
                     return found
         return found
+
+
+def _first(done: tuple) -> tuple[int, int]:
+    return done[0]
 
 
 def flatten(path) -> tuple[list[int], list[int], list[int]]:

@@ -106,15 +106,17 @@ class MatchRecognizeLogic(CountsLate, Logic):
         keys = self._partition_keys(ordered, pids)
         runs = self._load_runs()
         matched: list[tuple] = []
-        bounds = np.flatnonzero(np.diff(pids)) + 1
-        for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(pids)]))):
-            sel = new[lo:hi]
-            if not sel.any():
+        # Per partition, the kept rows are older than the released ones: the new rows are a suffix.
+        starts = np.flatnonzero(np.concatenate(([True], np.diff(pids) != 0)))
+        ends = np.append(starts[1:], len(pids))
+        first_new = starts + np.add.reduceat(~new, starts) if len(starts) else starts
+        seq_l, time_l, mask_l = seqs.tolist(), times.tolist(), masks.tolist()
+        walk = self.matcher.walk
+        for lo, hi, pid in zip(first_new.tolist(), ends.tolist(), pids[starts].tolist()):
+            if lo == hi:
                 continue
-            key = keys[int(pids[lo])]
-            idx = np.arange(lo, hi)[sel]
-            left, found = self.matcher.walk(runs.get(key, []), seqs[idx].tolist(), times[idx].tolist(),
-                                            masks[idx].tolist())
+            key = keys[pid]
+            left, found = walk(runs.get(key, []), seq_l[lo:hi], time_l[lo:hi], mask_l[lo:hi])
             matched.extend(found)
             runs[key] = left
         self._prune(runs, watermark)
