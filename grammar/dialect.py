@@ -33,8 +33,8 @@ from sqlglot.tokens import TokenType
 
 from .diagnostics import Diagnostic, Span
 from .errors import SqlSyntaxError
-from .match_recognize import parse_match_recognize
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
+from .match_recognize import parse_match_recognize
 from .stream_syntax import (
     R2S_KINDS,
     CqlWindow,

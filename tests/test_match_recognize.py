@@ -122,6 +122,15 @@ def test_greedy_and_reluctant_as_in_flinks_docs(max_batch):
     assert run(GREEDY.format(q="*?"), data, max_batch) == [("XYZ", 13, t[3], 12), ("XYZ", 16, t[5], None)]
 
 
+@pytest.mark.parametrize("max_batch", [1, 1000])
+def test_an_optional_variable_tries_the_row_both_ways(max_batch):
+    # r2 (60) holds for B and for C: B? tries both taking it and leaving it to C, as Flink's CEP does, so the
+    # match A C ends at r2 and (past last row) r3 starts afresh (no A there). Greedy would give A B C.
+    sql = """SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n, LAST(price) AS last_price,
+             COUNT(B.price) AS nb PATTERN (A B? C) DEFINE A AS price = 0, B AS price > 50, C AS price > 10)"""
+    assert run(sql, stream({"x": [0, 60, 20]}), max_batch) == [(2, 60, 0)]
+
+
 def test_restore_in_the_middle_of_a_partial_match():
     sql = RISE_FALL.format(skip="TO NEXT ROW", within="")
     data = stream({"x": PRICES * 3, "y": PRICES * 3}, seed=5)
@@ -165,6 +174,7 @@ def test_late_rows_are_dropped_and_counted():
     ("PATTERN (A B) DEFINE B AS SUM(B.price) > 3", "SUM in DEFINE"),
     ("PATTERN (A B) DEFINE X AS price > 1", "not a variable of the PATTERN"),
     ("PATTERN (A B??) DEFINE B AS price > 1", "reluctant optional"),
+    ("PATTERN (A B A) DEFINE B AS price > 1", "appears twice"),
 ])
 def test_unsupported_patterns_are_refused_with_a_reason(sql, message):
     engine = dsms.Engine()

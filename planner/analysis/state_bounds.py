@@ -66,7 +66,7 @@ def apply_state_ttl(root: L.Node, ttl_us: int | None) -> L.Node:
 
 def state_bound(node: L.Node) -> str | None:
     """What bounds ``node``'s state, in words (None: it keeps none)."""
-    if isinstance(node, Join):
+    if isinstance(node, (Join, MatchRecognize)):
         return node.retention()
     if isinstance(node, L.Aggregate):
         return f"a row per key, until the key is not written for {duration(node.ttl)} (state.ttl)" if node.ttl else \
@@ -96,9 +96,4 @@ def state_bound(node: L.Node) -> str | None:
         return f"rows until the watermark passes them, and the last {reach} per partition"
     if isinstance(node, SnapshotDiff):
         return "the rows of the last instant, until the watermark passes the next"
-    if isinstance(node, MatchRecognize):
-        if node.within_us:
-            return (f"rows until the watermark passes them, and partial matches until {duration(node.within_us)} "
-                    "after their first row (WITHIN)")
-        return ("rows until the watermark passes them, and partial matches until they fail (no WITHIN bounds them)")
     return None

@@ -53,6 +53,9 @@ def bind_match_recognize(node: L.Node, scope: Scope, mr: exp.MatchRecognize, ctx
     except PatternError as e:
         raise ctx.error(str(e), mr) from None
     variables = tuple(dict.fromkeys(t.var.upper() for t in pattern))
+    if len(variables) < len(pattern):
+        raise ctx.error("a pattern variable appears twice in the PATTERN; as in Flink, each must be unique", mr,
+                        help="give the second one another name and the same DEFINE condition")
     pattern = tuple(t.__class__(t.var.upper(), t.min, t.max, t.greedy) for t in pattern)
     _check_pattern(pattern, mr, ctx)
     defines = _defines(mr, variables, node.schema, ctx)

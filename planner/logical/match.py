@@ -83,6 +83,13 @@ class MatchRecognize(Unary):
             used |= {c.name for c in e.find_all(exp.Column)}
         return [used]
 
+    def retention(self) -> str:
+        """What bounds the state, for EXPLAIN."""
+        if self.within_us:
+            return (f"rows until the watermark passes them, and partial matches until {format_duration(self.within_us)}"
+                    " after their first row (WITHIN)")
+        return "rows until the watermark passes them, and partial matches until they fail (no WITHIN bounds them)"
+
     def label(self) -> str:
         part = f"partition by {', '.join(self.partition_by)}, " if self.partition_by else ""
         pattern = " ".join(t.describe() for t in self.pattern)

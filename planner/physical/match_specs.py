@@ -36,7 +36,9 @@ class MatchRecognizeOp(OpSpec):
 def match_fields(node: MatchRecognize) -> dict:
     """The fields of a MatchRecognizeOp computing ``node``."""
     sql = match_sql(node)
-    terms = tuple((node.variables.index(t.var), t.min, -1 if t.max is None else t.max, t.greedy)
+    # Greediness decides whether a repeating term that can take a row also lets the next term try it; an
+    # optional single row (B?) always tries both, as in Flink's CEP.
+    terms = tuple((node.variables.index(t.var), t.min, -1 if t.max is None else t.max, t.greedy and t.max != 1)
                   for t in node.pattern)
     used = node.child_needs(set(node.schema.names))[0]
     columns = tuple(f.name for f in node.input.schema if f.name in used)

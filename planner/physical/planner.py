@@ -33,8 +33,8 @@ from ..lower.sqlgen_group import group_agg_sql
 from ..timeutil import parse_duration
 from ..types import Schema, sum_type
 from ..vocabulary import ADDITIONS, RETRACTIONS
-from .plan_joins import JoinPlanning
 from .match_specs import MatchRecognizeOp, match_fields
+from .plan_joins import JoinPlanning
 from .plan_window import over_fields, session_fields, time_kinds, topn_fields
 from .specs import (
     OP,
