@@ -307,7 +307,7 @@ CASES = [
                    AND AuctionBids.num >= MaxBids.maxn"""},
     # MATCH_RECOGNIZE: rows matched in event-time order per key; greedy B+, WITHIN, measures. (dsms's PREV
     # is not here: Flink refuses physical offsets.)
-    {"name": "match_recognize_greedy_within",
+    {"name": "match_recognize_greedy_within", "known": {"types": SUM_INT},
      "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
                  PARTITION BY k ORDER BY ts
                  MEASURES FIRST(A.ts) AS start_ts, LAST(B.v) AS last_b, C.v AS c_v, COUNT(B.v) AS nb,
