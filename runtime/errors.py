@@ -63,5 +63,9 @@ class RouteNotFound(DsmsError):
     """No registered route serves a routing choice."""
 
 
+class BackpressureError(DsmsError):
+    """An insert was refused: the queries reading the stream fell too far behind (``'insert.max_pending'``)."""
+
+
 class MatchError(DsmsError):
     """MATCH_RECOGNIZE cannot go on (AFTER MATCH SKIP TO a row that does not exist)."""

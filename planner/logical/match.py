@@ -83,7 +83,9 @@ class MatchRecognize(Unary):
             used |= {c.name for c in e.find_all(exp.Column)}
         return [used]
 
-    def retention(self) -> str:
+    acts_on_event_time = True  # rows wait for the watermark; those behind it are late
+
+    def state_description(self) -> str:
         """What bounds the state, for EXPLAIN."""
         if self.within_us:
             return (f"rows until the watermark passes them, and partial matches until {format_duration(self.within_us)}"
