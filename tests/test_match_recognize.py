@@ -183,6 +183,14 @@ def test_unsupported_patterns_are_refused_with_a_reason(sql, message):
         engine.query(f"SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES A.price AS p {sql})")
 
 
+def test_skipping_to_a_variable_without_rows_stops_the_query():
+    # A C with no B between them: AFTER MATCH SKIP TO LAST B has nowhere to resume (Flink fails the same way).
+    sql = """SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n AFTER MATCH SKIP TO LAST B
+             PATTERN (A B* C) DEFINE A AS price = 0, B AS price = 1, C AS price = 2)"""
+    with pytest.raises(dsms.errors.MatchError, match="TO LAST B: no row is mapped to it"):
+        run(sql, stream({"x": [0, 2]}), 1000)
+
+
 def test_the_batch_routes_refuse_and_name_the_runtime():
     engine = dsms.Engine()
     engine.execute(DDL)
