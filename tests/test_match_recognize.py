@@ -152,6 +152,57 @@ def test_restore_in_the_middle_of_a_partial_match():
     assert len(whole) == 2 * 4 * 3 + 2 * 2  # 4 per run of prices, plus the matches across the seams (14 3 7 9)
 
 
+def test_a_checkpoint_on_disk_holds_the_partial_matches(tmp_path):
+    from dsms.runtime.checkpoint import latest, save
+
+    from changes import as_log
+
+    sql = RISE_FALL.format(skip="TO LAST B", within="WITHIN INTERVAL '6' SECOND")
+    data = stream({"x": PRICES * 3, "y": PRICES * 3}, seed=6)
+    whole = run(sql, data, 1000)
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    q = engine.query(sql)
+    first, rest = data.slice(0, 19), data.slice(19)
+    engine.insert("s", first)
+    engine.run_until_idle()
+    before = q.snapshot().to_pylist()
+    save(str(tmp_path), 1, q.job.snapshot())
+    assert any(k.endswith("/runs") and v[1] is not None for k, v in q.job.env.state.snapshot().items())
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    q = engine.query(sql)
+    engine.scheduler.memory_log(engine.catalog.get("s")).append(as_log(engine, "s", first))
+    q.job.restore(latest(str(tmp_path))[1])
+    engine.insert("s", rest)
+    engine.end_input()
+    engine.run_until_idle()
+    assert sorted(tuple(r.values()) for r in before + q.snapshot().to_pylist()) == whole
+    assert len(whole) > 8
+
+
+@pytest.mark.parametrize("within, bounded", [("WITHIN INTERVAL '5' SECOND", True), ("", False)])
+def test_within_bounds_the_state(within, bounded):
+    # B holds on every row and C never does: every run stays open. With WITHIN 5 s a run (and the rows it
+    # took) is dropped once the watermark is 5 s past its first row; without, all of them stay.
+    sql = f"""SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n AFTER MATCH SKIP TO NEXT ROW
+              PATTERN (A B+? C) {within} DEFINE B AS price >= 0, C AS price < 0)"""
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    q = engine.query(sql)
+    sizes = []
+    for part in range(6):
+        engine.insert("s", stream({"x": [1] * 50}).sort_by("ts").set_column(
+            3, "ts", pa.array([T0 + dt.timedelta(seconds=part * 50 + i) for i in range(50)], pa.timestamp("ms"))))
+        engine.run_until_idle()
+        sizes.append(q.job.env.state.rows())
+    assert q.snapshot().num_rows == 0
+    if bounded:  # 5 s of runs (5 rows, 5 runs of at most 5 rows) plus the 5 s the watermark trails
+        assert max(sizes) < 40 and sizes[-1] == sizes[2]
+    else:
+        assert sizes == sorted(sizes) and sizes[-1] > 5 * sizes[0]
+
+
 def test_late_rows_are_dropped_and_counted():
     engine = dsms.Engine()
     engine.execute(DDL)
