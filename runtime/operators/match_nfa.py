@@ -45,6 +45,7 @@ class Matcher:
         # final_min[i] is that min_i, or -1 when a later term needs a row.
         self.final_min = [t[1] if all(u[1] == 0 for u in terms[i + 1:]) else -1 for i, t in enumerate(terms)]
         self._memo: dict[tuple[int, int, int], tuple] = {}
+        self.cap = [max(t[1], t[2]) for t in terms]  # counts at or above this behave alike
 
     def moves(self, elem: int, count: int, mask: int) -> list[tuple[int, int, int]]:
         """Where a run in term ``elem`` with ``count`` rows goes with a row of ``mask``: (term, count, var)."""
@@ -60,22 +61,18 @@ class Matcher:
             elem, count = elem + 1, 0
         return out
 
-    def _moves_memo(self, elem: int, count: int, mask: int) -> tuple[tuple[int, bool, int], ...]:
-        """:meth:`moves` as (term, stays in ``elem``, var), memoized: it depends on ``count`` only up to the
-        term's bounds."""
-        var, lo, hi, _ = self.terms[elem]
-        key = (elem, min(count, max(lo, hi)), mask)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = tuple((e2, e2 == elem and c2 == count + 1, v)
-                                            for e2, c2, v in self.moves(elem, count, mask))
+    def _memo_moves(self, elem: int, count: int, mask: int) -> tuple[tuple[int, bool, int], ...]:
+        """:meth:`moves` as (term, stays in ``elem``, var), memoized by (term, count capped, mask): the moves
+        depend on the count only up to the term's bounds."""
+        found = tuple((e2, e2 == elem and c2 == count + 1, v) for e2, c2, v in self.moves(elem, count, mask))
+        self._memo[(elem, min(count, self.cap[elem]), mask)] = found
         return found
 
     def walk(self, runs: list[Run], seqs, times, masks) -> tuple[list[Run], list[tuple]]:
         """Feed one partition's rows (in time order) to its runs; returns the runs left and the matched paths.
 
         ``runs`` is consumed (extended in place)."""
-        within, final, moves = self.within, self.final_min, self._moves_memo
+        within, final, memo, cap, fill = self.within, self.final_min, self._memo, self.cap, self._memo_moves
         past_last = self.skip == PAST_LAST
         matched: list[tuple] = []
         for seq, t, mask in zip(seqs, times, masks):
@@ -85,7 +82,9 @@ class Matcher:
             for start, start_t, elem, count, path in runs:
                 if within and t - start_t >= within:
                     continue  # Flink drops a partial match once it spans WITHIN
-                for e2, stays, var in moves(elem, count, mask):
+                c = cap[elem]
+                found = memo.get((elem, count if count < c else c, mask))
+                for e2, stays, var in found if found is not None else fill(elem, count, mask):
                     c2 = count + 1 if stays else 1
                     p2 = (seq, t, var, path)
                     if 0 <= final[e2] <= c2:
