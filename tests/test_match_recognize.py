@@ -216,6 +216,24 @@ def test_late_rows_are_dropped_and_counted():
     assert sum(q.job.stats().late.values()) == 1
 
 
+def test_match_rowtime_is_an_event_time_attribute_for_windows_above():
+    # ad 0 (even seconds) matches A B where B is a second with s % 3 == 2: at 2 8 14 20 26 32 38; ad 1 (odd
+    # seconds) at 5 11 17 23 29 35. Per 10 s window: 3, 3, 4, 3 matches.
+    engine = dsms.Engine()
+    engine.execute("""CREATE STREAM imp (ad_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
+        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory');
+      CREATE VIEW m AS SELECT * FROM imp MATCH_RECOGNIZE (PARTITION BY ad_id ORDER BY ts
+        MEASURES MATCH_ROWTIME() AS mt PATTERN (A B) DEFINE B AS cost > 1)""")
+    q = engine.query("""SELECT window_start, COUNT(*) AS matches FROM TABLE(TUMBLE(TABLE m, DESCRIPTOR(mt),
+        INTERVAL '10' SECOND)) GROUP BY window_start, window_end""")
+    engine.insert("imp", [{"ad_id": i % 2, "cost": float(i % 3), "ts": T0 + dt.timedelta(seconds=i)}
+                          for i in range(40)])
+    engine.end_input()
+    engine.run_until_idle()
+    got = sorted((r["window_start"], r["matches"]) for r in q.snapshot().to_pylist())
+    assert got == [(T0 + dt.timedelta(seconds=s), n) for s, n in ((0, 3), (10, 3), (20, 4), (30, 3))]
+
+
 @pytest.mark.parametrize("sql, message", [
     ("PATTERN (A B*) DEFINE B AS price > 1", "greedy quantifier on the last variable"),
     ("PATTERN (A* B?) DEFINE B AS price > 1", "can match no rows"),
