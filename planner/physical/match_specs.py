@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from ..logical.match import MatchRecognize
 from ..lower.sqlgen_match import match_sql
 from .specs import OpSpec
@@ -48,6 +46,3 @@ def match_fields(node: MatchRecognize) -> dict:
                 within_us=node.within_us or 0, max_prev=node.max_prev,
                 conditions_sql=sql.conditions, measures_sql=sql.measures)
 
-
-def match_row_schema(spec: MatchRecognizeOp, input_schema: pa.Schema) -> pa.Schema:
-    return pa.schema([input_schema.field(c) for c in spec.columns])

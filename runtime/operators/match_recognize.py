@@ -83,7 +83,7 @@ class MatchRecognizeLogic(CountsLate, Logic):
         return [conform(out, self.spec.schema)] if out is not None and out.num_rows else []
 
     def _take(self, key: int, state=None) -> pa.Table | None:
-        tables = (state or self.state).get(key)
+        tables = (state if state is not None else self.state).get(key)
         if not tables:
             return None
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
