@@ -324,6 +324,20 @@ CASES = [
                  AFTER MATCH SKIP TO NEXT ROW
                  PATTERN (A B{1,3}? C? D) WITHIN INTERVAL '20' SECOND
                  DEFINE A AS A.v > 60, B AS B.v <= 60, C AS C.v > 90, D AS D.price > 0.5) AS m"""},
+    {"name": "match_recognize_greedy_counted",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, COUNT(B.v) AS nb
+                 AFTER MATCH SKIP TO NEXT ROW
+                 PATTERN (A B{1,3} D) WITHIN INTERVAL '15' SECOND
+                 DEFINE A AS A.v > 50, B AS B.v <= 50, D AS D.v > 70) AS m"""},
+    {"name": "match_recognize_greedy_star",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, COUNT(C.v) AS nc, MIN(C.price) AS min_c
+                 AFTER MATCH SKIP TO NEXT ROW
+                 PATTERN (A C* D) WITHIN INTERVAL '15' SECOND
+                 DEFINE A AS A.v > 50, C AS C.price < 0.5, D AS D.v > 70) AS m"""},
     {"name": "match_recognize_skip_to_last",
      "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
                  PARTITION BY k ORDER BY ts
