@@ -234,6 +234,24 @@ def test_match_rowtime_is_an_event_time_attribute_for_windows_above():
     assert got == [(T0 + dt.timedelta(seconds=s), n) for s, n in ((0, 3), (10, 3), (20, 4), (30, 3))]
 
 
+def test_a_nan_partition_keeps_its_partial_matches_across_batches():
+    # Partitions 1.0 and NaN each get rows 0 1 2 3 (v); A B C with B: v = 1 and C: v = 2 -> one match each,
+    # with every row in its own batch (NaN is not equal to itself, yet it is one partition).
+    engine = dsms.Engine()
+    engine.execute("""CREATE STREAM f (p DOUBLE, v BIGINT, ts TIMESTAMP(3),
+        WATERMARK FOR ts AS ts - INTERVAL '0' SECOND) WITH (connector = 'memory')""")
+    q = engine.query("""SELECT * FROM f MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES COUNT(*) AS n
+        PATTERN (A B C) DEFINE B AS v = 1, C AS v = 2)""")
+    for i in range(4):
+        for p in (1.0, float("nan")):
+            engine.insert("f", [{"p": p, "v": i, "ts": T0 + dt.timedelta(seconds=i)}])
+            engine.run_until_idle()
+    engine.end_input()
+    engine.run_until_idle()
+    got = q.snapshot().to_pylist()
+    assert sorted(r["n"] for r in got) == [3, 3] and sum(r["p"] != r["p"] for r in got) == 1
+
+
 @pytest.mark.parametrize("sql, message", [
     ("PATTERN (A B*) DEFINE B AS price > 1", "greedy quantifier on the last variable"),
     ("PATTERN (A* B?) DEFINE B AS price > 1", "can match no rows"),

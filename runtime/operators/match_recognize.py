@@ -32,6 +32,12 @@ from .match_nfa import Matcher, flatten, unflatten
 from .source import int64_values
 
 _PENDING, _KEPT, _RUNS = 0, 1, 2
+_NAN = float("nan")
+
+
+def _canon(value):
+    """A partition value as a dict key: every NaN is one object (NaN != NaN, but a tuple compares identity first)."""
+    return _NAN if isinstance(value, float) and value != value else value
 _RUN_COLUMNS = ("__start", "__start_t", "__elem", "__count")
 
 
@@ -131,7 +137,7 @@ class MatchRecognizeLogic(CountsLate, Logic):
         firsts = np.flatnonzero(np.concatenate(([True], np.diff(pids) != 0)))
         picked = ordered.select(list(self.spec.partition)).take(pa.array(firsts))
         columns = [picked.column(c).to_pylist() for c in self.spec.partition]
-        return {int(pids[f]): tuple(col[i] for col in columns) for i, f in enumerate(firsts)}
+        return {int(pids[f]): tuple(_canon(col[i]) for col in columns) for i, f in enumerate(firsts)}
 
     def _prune(self, runs: dict, watermark: int) -> None:
         """Drop runs that can no longer grow: WITHIN has passed since their first row."""
@@ -197,7 +203,7 @@ class MatchRecognizeLogic(CountsLate, Logic):
         cols = {c: table.column(c).to_pylist() for c in table.column_names}
         runs: dict = {}
         for i in range(table.num_rows):
-            key = tuple(cols[c][i] for c in part)
+            key = tuple(_canon(cols[c][i]) for c in part)
             runs.setdefault(key, []).append((cols["__start"][i], cols["__start_t"][i], cols["__elem"][i],
                                              cols["__count"][i], unflatten(cols["__seqs"][i], cols["__times"][i], cols["__vars"][i])))
         return runs
