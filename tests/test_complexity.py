@@ -27,7 +27,6 @@ ALLOWED = {
     "planner/analysis/window_aggregate.py::_regrouped_windows": "window kinds are becoming classes",
     "planner/physical/planner.py::_Planner.window_aggregate": "window kinds are becoming classes",
     "planner/bind/emit.py::bind_emit_clause": "window kinds are becoming classes (merging windows)",
-    "planner/bind/binder.py::_bind_select": "ORDER BY / LIMIT and GROUPING SETS are being added to it",
     "planner/lower/plan.py::_check": "LIMIT and bounded Kafka reads are being added to these refusals",
 }
 
