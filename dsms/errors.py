@@ -15,6 +15,7 @@ from .runtime.errors import (
     ChangelogError,
     EvaluationError,
     LookupTableError,
+    MatchError,
     RouteError,
     RouteNotFound,
     RowError,
@@ -23,6 +24,6 @@ from .runtime.errors import (
 )
 
 __all__ = ["BackfillError", "BackpressureError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
-           "LookupTableError", "LoweringRefused",
+           "LookupTableError", "LoweringRefused", "MatchError",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

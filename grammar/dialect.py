@@ -36,6 +36,7 @@ from .errors import SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
 from .json_functions import JSON_FUNCTION_PARSERS, JSON_FUNCTIONS, is_json
 from .nested import NESTED_FUNCTIONS, NESTED_TYPES, Subscript, build_map, parse_flink_type, sql_subscript
+from .match_recognize import parse_match_recognize
 from .stream_syntax import (
     R2S_KINDS,
     CqlWindow,
@@ -107,6 +108,7 @@ class Dsms(Dialect):
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
+        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE}
 
     class Parser(parser.Parser):
         # SESSION is a keyword in the default tokenizer; let it name a function.
@@ -148,6 +150,8 @@ class Dsms(Dialect):
             if isinstance(this, exp.Query) and at_stream_clause(self):
                 parse_stream_clauses(self, this)
             return this
+
+        _parse_match_recognize = parse_match_recognize  # adds Flink's WITHIN
 
         def _parse_table_alias(self, alias_tokens=None):
             # "FROM s EMIT CHANGES": EMIT starts a clause, it is not an alias of s.

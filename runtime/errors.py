@@ -65,3 +65,7 @@ class RouteNotFound(DsmsError):
 
 class BackpressureError(DsmsError):
     """An insert was refused: the queries reading the stream fell too far behind (``'insert.max_pending'``)."""
+
+
+class MatchError(DsmsError):
+    """MATCH_RECOGNIZE cannot go on (AFTER MATCH SKIP TO a row that does not exist)."""

@@ -21,6 +21,7 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
+from ..planner.physical.match_specs import MatchRecognizeOp
 from ..planner.physical.sort_specs import LimitOp, TemporalSortOp
 from ..planner.physical.specs import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical.stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
@@ -31,6 +32,7 @@ from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .operators.calc import CalcLogic, UnionLogic
 from .operators.cql import SnapshotDiffLogic
 from .operators.group_agg import GroupAggLogic
+from .operators.match_recognize import MatchRecognizeLogic
 from .operators.over import OverAggLogic
 from .operators.registry_joins import JOIN_LOGICS
 from .operators.session import SessionLogic
@@ -47,7 +49,7 @@ OUTPUT = -1  # the pseudo operator that receives the root's output
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
            TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, TemporalSortOp: TemporalSortLogic,
-           LimitOp: LimitLogic, **JOIN_LOGICS}
+           LimitOp: LimitLogic, MatchRecognizeOp: MatchRecognizeLogic, **JOIN_LOGICS}
 
 
 class ValuesSource:

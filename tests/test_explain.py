@@ -49,6 +49,10 @@ CASES = {
         FROM imp) WHERE rn = 1""",
     "cql_istream": """ISTREAM(SELECT ad_id, COUNT(*) AS n FROM imp [RANGE 1 MINUTE SLIDE 10 SECONDS] GROUP BY ad_id)""",
     "late_events": """SELECT ad_id, COUNT(*) AS late FROM LATE(imp) GROUP BY ad_id""",
+    "match_recognize": """SELECT * FROM (SELECT ad_id, cost * 2 AS c2, ts FROM imp) MATCH_RECOGNIZE (
+          PARTITION BY ad_id ORDER BY ts MEASURES FIRST(A.ts) AS start_ts, COUNT(B.c2) AS n
+          PATTERN (A B+ C) WITHIN INTERVAL '1' MINUTE
+          DEFINE B AS B.c2 > PREV(B.c2), C AS c2 < 1) AS m WHERE n > 2""",
 }
 
 

@@ -412,6 +412,46 @@ CASES = [
                       GROUP BY CountBids.starttime, CountBids.endtime) AS MaxBids
                 ON AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime
                    AND AuctionBids.num >= MaxBids.maxn"""},
+    # MATCH_RECOGNIZE: rows matched in event-time order per key; greedy B+, WITHIN, measures. (dsms's PREV
+    # is not here: Flink refuses physical offsets.)
+    {"name": "match_recognize_greedy_within", "known": {"types": SUM_INT},
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(A.ts) AS start_ts, LAST(B.v) AS last_b, C.v AS c_v, COUNT(B.v) AS nb,
+                          SUM(B.v) AS sum_b, FIRST(B.v, 1) AS second_b, LAST(B.price, 1) AS b_price,
+                          MATCH_ROWTIME() AS mt
+                 ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+                 PATTERN (A B+ C) WITHIN INTERVAL '10' SECOND
+                 DEFINE A AS A.v < 30, B AS B.v BETWEEN 30 AND 80, C AS C.v > 80) AS m"""},
+    # Reluctant and counted quantifiers, an optional variable, skipping to the next row and to the last B.
+    {"name": "match_recognize_reluctant_skip",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, COUNT(*) AS n, AVG(B.v) AS avg_b
+                 AFTER MATCH SKIP TO NEXT ROW
+                 PATTERN (A B{1,3}? C? D) WITHIN INTERVAL '20' SECOND
+                 DEFINE A AS A.v > 60, B AS B.v <= 60, C AS C.v > 90, D AS D.price > 0.5) AS m"""},
+    {"name": "match_recognize_greedy_counted",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, COUNT(B.v) AS nb
+                 AFTER MATCH SKIP TO NEXT ROW
+                 PATTERN (A B{1,3} D) WITHIN INTERVAL '15' SECOND
+                 DEFINE A AS A.v > 50, B AS B.v <= 50, D AS D.v > 70) AS m"""},
+    {"name": "match_recognize_greedy_star",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, COUNT(C.v) AS nc, MIN(C.price) AS min_c
+                 AFTER MATCH SKIP TO NEXT ROW
+                 PATTERN (A C* D) WITHIN INTERVAL '15' SECOND
+                 DEFINE A AS A.v > 50, C AS C.price < 0.5, D AS D.v > 70) AS m"""},
+    {"name": "match_recognize_skip_to_last",
+     "sql": """SELECT * FROM ev MATCH_RECOGNIZE (
+                 PARTITION BY k ORDER BY ts
+                 MEASURES FIRST(ts) AS start_ts, LAST(ts) AS end_ts, MAX(B.price) AS max_b
+                 AFTER MATCH SKIP TO LAST B
+                 PATTERN (A B{2} C) WITHIN INTERVAL '30' SECOND
+                 DEFINE B AS B.price > 0.4, C AS C.price < 0.3) AS m"""},
 ]
 
 

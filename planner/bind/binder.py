@@ -44,6 +44,7 @@ from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
+from .match_recognize import bind_match_recognize
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
 from .sort import bind_order_limit
 from .unnest import bind_unnest, is_unnest_join
@@ -181,6 +182,11 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         node, scope, slide = bind_cql_window(cql, ctx)
     else:
         node, scope = bind_relation(from_.this, ctx)
+    match = select.args.get("match")
+    if match is not None:
+        if select.args.get("joins") or cql is not None:
+            raise ctx.error("MATCH_RECOGNIZE applies to one relation; join in a subquery first", match)
+        node, scope = bind_match_recognize(node, scope, match, ctx)
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)

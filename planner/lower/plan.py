@@ -55,6 +55,7 @@ from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..logical.join import Join
 from ..logical.late import LateScan
+from ..logical.match import MatchRecognize
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..logical.sort import Limit, TemporalSort
@@ -173,6 +174,10 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
 
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
+        if isinstance(n, MatchRecognize):
+            raise _refuse(route, "run MATCH_RECOGNIZE",
+                          "its matches are found by walking each partition's rows in time order, which "
+                          "neither DuckDB nor Spark SQL can express")
         if isinstance(n, Join) and n.strategy == "lookup":
             raise _refuse(route, f"run the lookup join {n.label()}",
                           "each event meets the table as it is when the event arrives, which depends on timing; "

@@ -40,6 +40,7 @@ from ..timeutil import parse_duration
 from ..types import Schema, sum_type
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from ..windows import floor_to
+from .match_specs import MatchRecognizeOp, match_fields
 from .plan_joins import JoinPlanning
 from .plan_window import over_fields, session_fields, time_kinds, topn_fields
 from .sort_specs import LimitOp, TemporalSortOp
@@ -165,6 +166,11 @@ class _Planner(JoinPlanning):
         fields = over_fields(node, self.required.get(id(node), set(node.schema.names)), not self.processing_time)
         return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def plan_MatchRecognize(self, node) -> int:
+        chain, base = self.fused_input(node)
+        return self.add(MatchRecognizeOp, node, (self.op_for(base),), _fused_label(node, chain),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None, **match_fields(node))
 
     def plan_TopN(self, node) -> int:
         chain, base = self.fused_input(node)
