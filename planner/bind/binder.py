@@ -45,6 +45,7 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .subquery import bind_scalar_subqueries, bind_where_subqueries, has_subquery, without_subqueries
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
@@ -138,6 +139,13 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
     having = select.args.get("having")
+    if any(has_subquery(i) for i in items):
+        outer = [without_subqueries(i) for i in items]
+        if group is not None or having is not None or has_over(outer) or any(has_aggregate(i) for i in outer):
+            raise ctx.error("a subquery in the SELECT list of an aggregating or OVER query is not supported",
+                            next(i for i in items if has_subquery(i)),
+                            help="compute the subquery in an outer query over this one's result")
+        node, scope, items = bind_scalar_subqueries(node, scope, items, ctx)
     if has_over(items):
         if group is not None or having is not None:
             raise ctx.error("OVER together with GROUP BY is not supported", group or having,
@@ -174,12 +182,18 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
     elif select.args.get("joins"):
-        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
-        node, where = (L.Filter(node, rest) if rest is not None else node), None
+        plain = where
+        if where is not None and has_subquery(where.this):
+            plain = None  # the subqueries join the joined relation, the rest of WHERE filters after them
+        node, scope, rest = bind_joins(from_.this, select.args["joins"], plain, ctx)
+        node, where = (L.Filter(node, rest) if rest is not None else node), (where if plain is None else None)
     elif cql is not None:
         node, scope, slide = bind_cql_window(cql, ctx)
     else:
         node, scope = bind_relation(from_.this, ctx)
+    if where is not None and has_subquery(where.this):
+        node, scope, rest_where = bind_where_subqueries(node, scope, where.this, ctx)
+        where = exp.Where(this=rest_where) if rest_where is not None else None
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)
