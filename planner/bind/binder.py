@@ -44,7 +44,7 @@ from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
-from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .over import bind_over, finish_ranks, has_over, merge_rank_filter
 from .subquery import bind_scalar_subqueries, bind_where_subqueries, has_subquery, without_subqueries
 
 
@@ -53,7 +53,7 @@ def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | No
     tree = query.tree if isinstance(query, Query) else query
     ctx = BindContext(catalog, source, bind_set=bind_set)
     node = bind_set(tree, ctx)
-    check_ranks(node, ctx)
+    node = finish_ranks(node, ctx)
     return resolve_emit(node, catalog.settings)
 
 

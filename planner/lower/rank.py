@@ -22,9 +22,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..logical.cql import SnapshotDiff
-from ..logical.over import OverAggregate
+from ..logical.over import OverAggregate, OverCall
 from ..logical.rank import TopN, window_end_column
-from .sql import ORDER, alias, and_, asc, c, desc, micros, null_safe_eq, open_window, rows_frame, sub, window
+from .sql import ORDER, alias, and_, asc, c, cast, desc, micros, null_safe_eq, open_window, rows_frame, sub, window
 from .sqlgen import lit
 from .window import aggregate
 
@@ -33,16 +33,50 @@ def lower_over(lw, node: OverAggregate):
     src = lw.rel(node.input)
     part = [c(p) for p in node.partition_by]
     frame = node.frame
+    T = c(node.order_by)
+    arrival = _arrival(src, node.input.schema.names, [node.order_by])
     if frame.kind == "RANGE" and frame.preceding is not None:
-        order = [asc(micros(c(node.order_by)))]
+        order = [asc(micros(T))]
         spec = rows_frame(frame.preceding, kind="RANGE")
     else:
-        order = [asc(c(node.order_by))] + (_arrival(src, node.input.schema.names, [node.order_by])
-                                           if frame.kind == "ROWS" else [])
+        order = [asc(T)] + (arrival if frame.kind == "ROWS" else [])
         spec = rows_frame(frame.preceding if frame.kind == "ROWS" else None, kind=frame.kind)
     over = window(exp.Null(), part, order, spec)
-    items = src.cols(order=True) + [alias(aggregate(a, node.input.schema, over=over), a.name) for a in node.aggs]
-    return lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
+    by_arrival = [asc(T)] + [o.copy() for o in arrival]
+    items = src.cols(order=True)
+    peer_lags = []
+    for a in node.aggs:
+        if not isinstance(a, OverCall):
+            items.append(alias(aggregate(a, node.input.schema, over=over), a.name))
+        elif a.func in ("row_number", "rank", "dense_rank"):
+            func = {"row_number": exp.RowNumber(), "rank": exp.Rank(), "dense_rank": exp.DenseRank()}[a.func]
+            items.append(alias(window(func, part, by_arrival if a.func == "row_number" else [asc(T)]), a.name))
+        elif a.func == "lag":
+            default = cast(a.default.copy(), a.type) if a.default is not None else exp.Null()
+            lag = exp.Lag(this=c(a.arg), offset=lit(a.offset), default=default)
+            items.append(alias(window(lag, part, by_arrival), a.name))
+            if frame.kind == "RANGE":
+                peer_lags.append(a.name)
+        else:  # FIRST_VALUE / LAST_VALUE: the non-NULL argument at the frame's first / last (time, arrival)
+            key = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"o{i}"), expression=o.this.copy())
+                                          for i, o in enumerate(by_arrival)])
+            key = exp.Case(ifs=[exp.If(this=exp.Is(this=c(a.arg), expression=exp.Null()), true=exp.Null())],
+                           default=key)
+            func = (exp.ArgMin if a.func == "first_value" else exp.ArgMax)(this=c(a.arg), expression=key)
+            w = over.copy()
+            w.set("this", func)
+            items.append(alias(w, a.name))
+    rel = lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
+    if not peer_lags:
+        return rel
+    # Flink's LAG under a RANGE frame: the rows with the same time (peers) take the last one's value
+    peers = part + [T]
+    every = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED",
+                           end_side="FOLLOWING")
+    outer = [exp.alias_(window(exp.LastValue(this=c(n)), [p.copy() for p in peers], [o.copy() for o in arrival] or
+                               [asc(T)], every), n, quoted=True) if n in peer_lags else c(n)
+             for n in rel.columns] + ([c(n) for n in ORDER] if rel.ordered else [])
+    return lw.add(exp.select(*outer).from_(lw.use(rel)), node.schema.names, rel.ordered)
 
 
 def _arrival(src, names, used, descending: bool = False) -> list[exp.Ordered]:

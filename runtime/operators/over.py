@@ -10,7 +10,7 @@ A row is released once no row at or before its time can still arrive, so
 its frame is complete and rows come out in time order (append-only).
 Kept between releases: for ``ROWS n PRECEDING`` the last n rows of each
 partition, for ``RANGE t PRECEDING`` the rows within t of the watermark,
-for ``UNBOUNDED PRECEDING`` running totals per partition. A row whose time
+for ``UNBOUNDED PRECEDING`` running totals per partition (and, for LAG, its last rows). A row whose time
 is already below the watermark (only possible with a source's allowed
 lateness) cannot be placed before rows already emitted: it is dropped and
 counted in ``late_dropped``, as Flink's OVER operators drop late rows.
@@ -86,9 +86,13 @@ class OverAggLogic(CountsLate, Logic):
     def _release(self, ready: pa.Table, watermark: int) -> pa.Table:
         spec = self.spec
         if spec.carry_sql is not None:
-            with registered(self.con, __ready=ready, __carry=self._take(_CARRY, spec.carry_schema)):
+            history = self._take(_HISTORY, self.row_schema)  # rows LAG reads back to (none without LAG)
+            with registered(self.con, __ready=ready, __carry=self._take(_CARRY, spec.carry_schema), __hist=history):
                 out = self.con.sql(spec.compute_sql).to_arrow_table()
                 self.state.replace(_CARRY, conform(self.con.sql(spec.carry_sql).to_arrow_table(), spec.carry_schema))
+                if spec.retain_sql is not None:
+                    kept = self.con.sql(spec.retain_sql).to_arrow_table()
+                    self.state.replace(_HISTORY, conform(kept, self.row_schema))
             return out
         history = self._take(_HISTORY, self.row_schema)
         with registered(self.con, __ready=ready, __hist=history):
