@@ -11,14 +11,14 @@ LAG); ROW_NUMBER counts in arrival order, RANK and DENSE_RANK by time.
 import datetime as dt
 
 import pytest
+from spans import assert_error_at
+from test_over import DDL, EV, ORACLE_EV, rows
+from test_routes import run, same, sorted_rows
 
 import dsms
 
 from oracle import duck, run_query
 from route_shapes import generate
-from spans import assert_error_at
-from test_over import DDL, EV, ORACLE_EV, rows
-from test_routes import run, same, sorted_rows
 
 ROWS_SO_FAR = "PARTITION BY k ORDER BY ts, seq ROWS UNBOUNDED PRECEDING"
 PEERS = "PARTITION BY k, ts ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"

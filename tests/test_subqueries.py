@@ -7,15 +7,15 @@ DuckDB's own subqueries over the same data.
 """
 
 import pytest
+from spans import assert_error_at
+from test_regular_join import F1, F2, T1, T2
+from test_routes import run, same, sorted_rows
 
 import dsms
 
 from changes import Recorder, feed_mixed
 from oracle import duck, events, rows
-from spans import assert_error_at
 from route_shapes import final_state, generate
-from test_regular_join import F1, F2, T1, T2
-from test_routes import run, same, sorted_rows
 
 DDL = """
 CREATE TABLE t1 (id BIGINT, k VARCHAR, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory');

@@ -43,40 +43,40 @@ def lower_over(lw, node: OverAggregate):
         spec = rows_frame(frame.preceding if frame.kind == "ROWS" else None, kind=frame.kind)
     over = window(exp.Null(), part, order, spec)
     by_arrival = [asc(T)] + [o.copy() for o in arrival]
-    items = src.cols(order=True)
-    peer_lags = []
-    for a in node.aggs:
-        if not isinstance(a, OverCall):
-            items.append(alias(aggregate(a, node.input.schema, over=over), a.name))
-        elif a.func in ("row_number", "rank", "dense_rank"):
-            func = {"row_number": exp.RowNumber(), "rank": exp.Rank(), "dense_rank": exp.DenseRank()}[a.func]
-            items.append(alias(window(func, part, by_arrival if a.func == "row_number" else [asc(T)]), a.name))
-        elif a.func == "lag":
-            default = cast(a.default.copy(), a.type) if a.default is not None else exp.Null()
-            lag = exp.Lag(this=c(a.arg), offset=lit(a.offset), default=default)
-            items.append(alias(window(lag, part, by_arrival), a.name))
-            if frame.kind == "RANGE":
-                peer_lags.append(a.name)
-        else:  # FIRST_VALUE / LAST_VALUE: the non-NULL argument at the frame's first / last (time, arrival)
-            key = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"o{i}"), expression=o.this.copy())
-                                          for i, o in enumerate(by_arrival)])
-            key = exp.Case(ifs=[exp.If(this=exp.Is(this=c(a.arg), expression=exp.Null()), true=exp.Null())],
-                           default=key)
-            func = (exp.ArgMin if a.func == "first_value" else exp.ArgMax)(this=c(a.arg), expression=key)
-            w = over.copy()
-            w.set("this", func)
-            items.append(alias(w, a.name))
+    items = src.cols(order=True) + [alias(_over_item(a, node, part, T, by_arrival, over), a.name) for a in node.aggs]
     rel = lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
-    if not peer_lags:
-        return rel
-    # Flink's LAG under a RANGE frame: the rows with the same time (peers) take the last one's value
-    peers = part + [T]
+    peer_lags = [a.name for a in node.aggs if isinstance(a, OverCall) and a.func == "lag"] \
+        if frame.kind == "RANGE" else []
+    return _last_of_peers(lw, rel, peer_lags, part, T, arrival) if peer_lags else rel
+
+
+def _over_item(a, node: OverAggregate, part, T, by_arrival, over: exp.Window) -> exp.Expression:
+    """An aggregate or window function of an OVER aggregate (window functions: Flink's streaming meaning)."""
+    if not isinstance(a, OverCall):
+        return aggregate(a, node.input.schema, over=over)
+    if a.func in ("row_number", "rank", "dense_rank"):
+        func = {"row_number": exp.RowNumber(), "rank": exp.Rank(), "dense_rank": exp.DenseRank()}[a.func]
+        return window(func, part, by_arrival if a.func == "row_number" else [asc(T)])
+    if a.func == "lag":
+        default = cast(a.default.copy(), a.type) if a.default is not None else exp.Null()
+        return window(exp.Lag(this=c(a.arg), offset=lit(a.offset), default=default), part, by_arrival)
+    # FIRST_VALUE / LAST_VALUE: the non-NULL argument at the frame's first / last (time, arrival)
+    key = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"o{i}"), expression=o.this.copy())
+                                  for i, o in enumerate(by_arrival)])
+    key = exp.Case(ifs=[exp.If(this=exp.Is(this=c(a.arg), expression=exp.Null()), true=exp.Null())], default=key)
+    w = over.copy()
+    w.set("this", (exp.ArgMin if a.func == "first_value" else exp.ArgMax)(this=c(a.arg), expression=key))
+    return w
+
+
+def _last_of_peers(lw, rel, names: list[str], part, T, arrival):
+    """Flink's LAG under a RANGE frame: the rows with the same time (peers) take the last one's value."""
     every = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED",
                            end_side="FOLLOWING")
-    outer = [exp.alias_(window(exp.LastValue(this=c(n)), [p.copy() for p in peers], [o.copy() for o in arrival] or
-                               [asc(T)], every), n, quoted=True) if n in peer_lags else c(n)
-             for n in rel.columns] + ([c(n) for n in ORDER] if rel.ordered else [])
-    return lw.add(exp.select(*outer).from_(lw.use(rel)), node.schema.names, rel.ordered)
+    order = [o.copy() for o in arrival] or [asc(T)]
+    outer = [alias(window(exp.LastValue(this=c(n)), [p.copy() for p in part] + [T.copy()], order, every), n)
+             if n in names else c(n) for n in rel.columns] + ([c(n) for n in ORDER] if rel.ordered else [])
+    return lw.add(exp.select(*outer).from_(lw.use(rel)), rel.columns, rel.ordered)
 
 
 def _arrival(src, names, used, descending: bool = False) -> list[exp.Ordered]:
