@@ -126,6 +126,10 @@ def test_explain_names_the_join_each_subquery_became():
     }
     for sql, label in cases.items():
         assert label in engine.explain(sql), engine.explain(sql)
+    # the other conditions of WHERE still make a comma join an interval join
+    plan = engine.explain("SELECT s.v FROM s, s2 WHERE s.k = s2.k AND s2.ts BETWEEN s.ts AND s.ts + INTERVAL '1' "
+                          "MINUTE AND s.v IN (SELECT v FROM t1)")
+    assert "IntervalJoin(INNER" in plan and "as semi join (IN subquery)" in plan
 
 
 @pytest.mark.parametrize("sql, message", [

@@ -45,7 +45,13 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, finish_ranks, has_over, merge_rank_filter
-from .subquery import bind_scalar_subqueries, bind_where_subqueries, has_subquery, without_subqueries
+from .subquery import (
+    bind_scalar_subqueries,
+    bind_where_subqueries,
+    has_subquery,
+    split_subquery_conditions,
+    without_subqueries,
+)
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
@@ -182,11 +188,12 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         node: L.Node = L.Values(((),), Schema(()))
         scope = Scope(())
     elif select.args.get("joins"):
-        plain = where
-        if where is not None and has_subquery(where.this):
-            plain = None  # the subqueries join the joined relation, the rest of WHERE filters after them
-        node, scope, rest = bind_joins(from_.this, select.args["joins"], plain, ctx)
-        node, where = (L.Filter(node, rest) if rest is not None else node), (where if plain is None else None)
+        # conditions with subqueries join the joined relation; the others may become join conditions
+        plain, with_subqueries = split_subquery_conditions(where.this if where is not None else None)
+        node, scope, rest = bind_joins(from_.this, select.args["joins"],
+                                       exp.Where(this=plain) if plain is not None else None, ctx)
+        node = L.Filter(node, rest) if rest is not None else node
+        where = exp.Where(this=with_subqueries) if with_subqueries is not None else None
     elif cql is not None:
         node, scope, slide = bind_cql_window(cql, ctx)
     else:

@@ -50,6 +50,14 @@ def has_subquery(tree: exp.Expression | None) -> bool:
     return tree is not None and tree.find(exp.Subquery, exp.Exists) is not None
 
 
+def split_subquery_conditions(where: exp.Expression | None) -> tuple[exp.Expression | None, exp.Expression | None]:
+    """WHERE as (the conjuncts without subqueries, those with them)."""
+    if where is None:
+        return None, None
+    parts = _conjuncts(where)
+    return (_and([c for c in parts if not has_subquery(c)]), _and([c for c in parts if has_subquery(c)]))
+
+
 def without_subqueries(tree: exp.Expression) -> exp.Expression:
     """``tree`` with each subquery replaced by NULL (to ask what the outer query itself computes)."""
     return tree.copy().transform(lambda n: exp.Null() if isinstance(n, (exp.Subquery, exp.Exists)) else n)
