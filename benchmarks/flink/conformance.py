@@ -320,16 +320,16 @@ CASES = [
     {"name": "over_lag_first_last_value",
      "sql": """SELECT id, k, v, LAG(v) OVER w AS p, LAG(v, 2, -1) OVER w AS p2, FIRST_VALUE(v) OVER w AS f,
                       LAST_VALUE(url) OVER w AS lu FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
-    {"name": "over_rows_lag_first_last_value",
-     "sql": """SELECT id, k, LAG(v, 4) OVER w AS p4, FIRST_VALUE(url) OVER w AS fu, LAST_VALUE(v) OVER w AS lv,
-                      SUM(v) OVER w AS sv
+    {"name": "over_rows_first_last_value",
+     "sql": """SELECT id, k, FIRST_VALUE(url) OVER w AS fu, LAST_VALUE(v) OVER w AS lv, SUM(v) OVER w AS sv
                FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"""},
     {"name": "over_range_first_last_value",
      "sql": """SELECT id, FIRST_VALUE(v) OVER w AS fv, LAST_VALUE(v) OVER w AS lv FROM ev2
                WINDOW w AS (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW)"""},
-    {"name": "over_row_number_rank",
-     "sql": """SELECT id, k, ROW_NUMBER() OVER w AS rn, RANK() OVER w AS r, DENSE_RANK() OVER w AS dr FROM ev2
-               WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
+    {"name": "over_row_number", "sql": "SELECT id, k, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM ev2"},
+    {"name": "over_rank_lag_count",
+     "sql": """SELECT id, k, RANK() OVER w AS r, DENSE_RANK() OVER w AS dr, LAG(id, 3) OVER w AS p3,
+                      COUNT(*) OVER w AS n FROM ev2 WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
 ]
 
 

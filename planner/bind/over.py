@@ -27,7 +27,7 @@ from ..types import unique_name
 from .aggregate import Unnamed, _agg_parts, _agg_type
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, passthrough
-from .over_functions import bind_window_function, is_window_function, rank_as_over
+from .over_functions import bind_window_function, check_row_number_alone, is_window_function, rank_as_over
 
 
 def has_over(items: list[exp.Expression]) -> bool:
@@ -42,6 +42,7 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
     if len(windows) == 1 and isinstance(windows[0].this, exp.RowNumber):
         # Top-N when the enclosing query filters it (merge_rank_filter), else a running row number
         return _bind_rank(node, scope, items, windows[0], resolved[0], ctx)
+    check_row_number_alone(windows, ctx)
 
     first = resolved[0]
     for w, r in zip(windows[1:], resolved[1:]):

@@ -49,9 +49,9 @@ def bind_window_function(func: exp.Expression, window: exp.Window, frame: OverFr
     arg = column_for(func.this)
     arg_type = schema_of().find(arg).type
     if isinstance(func, exp.Lag):
-        if frame.kind == "RANGE" and frame.preceding is not None:
-            raise ctx.error("LAG over a RANGE INTERVAL frame is not supported", window,
-                            help="LAG does not depend on the frame: use OVER (PARTITION BY ... ORDER BY ts)")
+        if window.args.get("spec") is not None:  # Calcite: LAG does not allow framing
+            raise ctx.error("LAG takes no ROWS or RANGE frame", window.args["spec"],
+                            help="LAG(x) OVER (PARTITION BY ... ORDER BY ts)")
         offset = func.args.get("offset")
         if offset is not None and not (isinstance(offset, exp.Literal) and offset.is_int and int(offset.name) >= 0):
             raise ctx.error("the offset of LAG must be a whole number, 0 or more", offset)
@@ -63,6 +63,16 @@ def bind_window_function(func: exp.Expression, window: exp.Window, frame: OverFr
             infer_type(default, schema_of(), ctx.source)
         return OverCall("lag", arg, out, arg_type, int(offset.name) if offset is not None else 1, default)
     return OverCall(next(n for k, n in _VALUES.items() if isinstance(func, k)), arg, out, arg_type)
+
+
+def check_row_number_alone(windows: list[exp.Window], ctx: BindContext) -> None:
+    """ROW_NUMBER counts over ROWS, everything else here over the default RANGE frame: Flink cannot mix them."""
+    kinds = {isinstance(w.this, exp.RowNumber) for w in windows}
+    if len(kinds) > 1:
+        first = next(w for w in windows if isinstance(w.this, exp.RowNumber))
+        raise ctx.error("ROW_NUMBER() counts over a ROWS window and cannot share its SELECT with other OVER "
+                        "functions (as in Flink: all must be computed on the same window)", first,
+                        help="compute ROW_NUMBER() in a subquery and the rest over its result")
 
 
 def rank_as_over(rank: Rank, ctx: BindContext) -> OverAggregate:

@@ -58,8 +58,9 @@ def _over_item(a, node: OverAggregate, part, T, by_arrival, over: exp.Window) ->
         func = {"row_number": exp.RowNumber(), "rank": exp.Rank(), "dense_rank": exp.DenseRank()}[a.func]
         return window(func, part, by_arrival if a.func == "row_number" else [asc(T)])
     if a.func == "lag":
-        default = cast(a.default.copy(), a.type) if a.default is not None else exp.Null()
-        return window(exp.Lag(this=c(a.arg), offset=lit(a.offset), default=default), part, by_arrival)
+        lag = window(exp.Lag(this=c(a.arg), offset=lit(a.offset)), part, by_arrival)
+        # Flink: the default also stands for a NULL value at the offset
+        return exp.Coalesce(this=lag, expressions=[cast(a.default.copy(), a.type)]) if a.default is not None else lag
     # FIRST_VALUE / LAST_VALUE: the non-NULL argument at the frame's first / last (time, arrival)
     key = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"o{i}"), expression=o.this.copy())
                                   for i, o in enumerate(by_arrival)])

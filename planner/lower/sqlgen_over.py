@@ -18,8 +18,9 @@ among its non-NULL values (Flink's skip NULLs); a RANGE frame holds the
 current row's peers, so peers share the last one's value, as in Flink.
 ROW_NUMBER, RANK and DENSE_RANK count on from the carried row and time
 counts. LAG reads the rows before it in (time, arrival) order, the last
-``offset`` rows of each partition kept in ``__hist``; under a RANGE frame
-peers take the last peer's value, as Flink's LAG does.
+``offset`` rows of each partition kept in ``__hist`` (its default also
+replaces a NULL there); peers take the last peer's value, as Flink's LAG
+does (LAG has the default RANGE frame).
 """
 
 from __future__ import annotations
@@ -60,14 +61,13 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
     window = f"{part}{by_arrival if frame.kind == 'ROWS' else f'ORDER BY {T}'} {frame.kind} BETWEEN {bounds} AND CURRENT ROW"
     out_cols = ", ".join(q(c) for c in columns)
 
-    lags = [a for a in aggs if a.func == "lag"]
-    keep_rows = max([a.offset for a in lags] + ([frame.preceding] if frame.kind == "ROWS" and frame.preceding else []),
-                    default=0)
+    keep_rows = max([a.offset for a in aggs if a.func == "lag"] +
+                    ([frame.preceding] if frame.kind == "ROWS" and frame.preceding else []), default=0)
     both = "SELECT * FROM __hist UNION ALL BY NAME SELECT * FROM __ready"
     retain = (f"SELECT * EXCLUDE (__rk) FROM (SELECT *, row_number() OVER ({part}ORDER BY {T} DESC, "
               f"{SEQ} DESC) AS __rk FROM ({both}) AS u) AS k WHERE __rk <= {keep_rows}") if keep_rows else None
     if frame.preceding is not None:
-        items = [f"{_window_item(a, schema, P, T)} AS {q(a.name)}" for a in aggs]
+        items = [f"{_window_item(a, schema, T)} AS {q(a.name)}" for a in aggs]
         union = "SELECT *, FALSE AS __new FROM __hist UNION ALL BY NAME SELECT *, TRUE AS __new FROM __ready"
         compute = (f"SELECT {out_cols}, {', '.join(q(a.name) for a in aggs)} FROM ("
                    f"SELECT *, {', '.join(items)} FROM ({union}) AS u WINDOW __w AS ({window})) AS r "
@@ -160,20 +160,18 @@ def _carried_call(a: OverCall, i: int, arg: str, parts: list, P: list[str], T: s
         parts.append((f"__f{i}", f"{_nonnull_arg(func, arg, T)} OVER __w", _nonnull_arg(func, arg, T),
                       f"{func}({{n}}, CASE WHEN {{n}} IS NULL THEN NULL ELSE __ord END)", a.type))
         return f"COALESCE(c.__f{i}, r.__r_f{i})" if first else f"COALESCE(r.__r_f{i}, c.__f{i})"
-    default = f"CAST({a.default.sql(dialect='duckdb')} AS {sql_type(a.type)})" if a.default is not None else "NULL"
-    lag_values.append((f"lag({arg}, {a.offset}, {default}) OVER ({part}ORDER BY {T}, {SEQ})", f"__lag{i}"))
+    value = f"lag({arg}, {a.offset}) OVER ({part}ORDER BY {T}, {SEQ})"
+    if a.default is not None:  # Flink: the default also stands for a NULL value at the offset
+        value = f"COALESCE({value}, CAST({a.default.sql(dialect='duckdb')} AS {sql_type(a.type)}))"
+    lag_values.append((value, f"__lag{i}"))
     return f"g.__lag{i}"
 
 
-def _window_item(a: AggCall | OverCall, schema: Schema, P: list[str], T: str) -> str:
-    """An aggregate or window function over ``__w`` (a bounded frame, over __hist and __ready)."""
+def _window_item(a: AggCall | OverCall, schema: Schema, T: str) -> str:
+    """An aggregate or FIRST_VALUE / LAST_VALUE over ``__w`` (a bounded frame, over __hist and __ready)."""
     if not isinstance(a, OverCall):
         return _window_agg(a, schema)
     arg = q(a.arg)
-    if a.func == "lag":
-        part = f"PARTITION BY {', '.join(P)} " if P else ""
-        default = f"CAST({a.default.sql(dialect='duckdb')} AS {sql_type(a.type)})" if a.default is not None else "NULL"
-        return f"lag({arg}, {a.offset}, {default}) OVER ({part}ORDER BY {T}, {SEQ})"
     return f"{_nonnull_arg('arg_min' if a.func == 'first_value' else 'arg_max', arg, T)} OVER __w"
 
 
