@@ -134,7 +134,9 @@ def data(tmp_path_factory):
 ROUTE_SQL = ("SELECT k, v, ts, LAG(v, 1, -1) OVER w AS p, FIRST_VALUE(v) OVER w AS f, LAST_VALUE(v) OVER w AS l, "
              "RANK() OVER w AS r FROM s WINDOW w AS (PARTITION BY k ORDER BY ts)")
 ROUTE_ORACLE_ROWS = f"""SELECT *, COALESCE(lag(v) OVER a, -1) AS p, first_value(v IGNORE NULLS) OVER a AS f,
-                              last_value(v IGNORE NULLS) OVER a AS l FROM s WINDOW a AS ({ROWS_SO_FAR})"""
+                              last_value(v IGNORE NULLS) OVER a AS l
+                       FROM (SELECT * FROM s_arr_seq WHERE wm IS NULL OR ts > wm) AS s  -- an UNBOUNDED frame's late rule
+                       WINDOW a AS ({ROWS_SO_FAR})"""
 ROUTE_ORACLE = f"""SELECT k, v, ts, last_value(p) OVER p, last_value(f) OVER p, last_value(l) OVER p,
                           rank() OVER (PARTITION BY k ORDER BY ts) FROM r WINDOW p AS ({PEERS})"""
 
