@@ -377,7 +377,7 @@ CASES = [
     {"name": "over_lag_first_last_value",
      "sql": """SELECT id, k, v, LAG(v) OVER w AS p, LAG(v, 2, -1) OVER w AS p2, FIRST_VALUE(v) OVER w AS f,
                       LAST_VALUE(url) OVER w AS lu FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
-    {"name": "over_rows_first_last_value",
+    {"name": "over_rows_first_last_value", "known": {"types": SUM_INT},
      "sql": """SELECT id, k, FIRST_VALUE(url) OVER w AS fu, LAST_VALUE(v) OVER w AS lv, SUM(v) OVER w AS sv
                FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"""},
     {"name": "over_range_first_last_value",

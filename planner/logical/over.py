@@ -66,7 +66,8 @@ RANKING = ("row_number", "rank", "dense_rank")
 @dataclass(frozen=True)
 class OverCall:
     """A window function over the frame: ``LAG(arg, offset, default)``, ``FIRST_VALUE(arg)``,
-    ``LAST_VALUE(arg)`` (both skip NULLs, as Flink's), ``ROW_NUMBER()``, ``RANK()``, ``DENSE_RANK()``.
+    ``LAST_VALUE(arg)`` (both skip NULLs, as Flink's), ``ROW_NUMBER()``, ``RANK()``, ``DENSE_RANK()`` (the
+    last two as Flink's streaming OVER computes them: the rows so far, peers included).
 
     Used where an :class:`AggCall` is (``func``, ``arg``, ``name``, ``type``); ``default`` is a bound
     literal expression (LAG) or None.

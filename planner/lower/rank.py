@@ -73,9 +73,12 @@ def _over_item(a, node: OverAggregate, part, T, by_arrival, over: exp.Window) ->
     """An aggregate or window function of an OVER aggregate (window functions: Flink's streaming meaning)."""
     if not isinstance(a, OverCall):
         return aggregate(a, node.input.schema, over=over)
-    if a.func in ("row_number", "rank", "dense_rank"):
-        func = {"row_number": exp.RowNumber(), "rank": exp.Rank(), "dense_rank": exp.DenseRank()}[a.func]
-        return window(func, part, by_arrival if a.func == "row_number" else [asc(T)])
+    if a.func == "row_number":
+        return window(exp.RowNumber(), part, by_arrival)
+    if a.func in ("rank", "dense_rank"):  # Flink's streaming RANK gets no order key: the rows so far, peers included
+        w = over.copy()
+        w.set("this", exp.Count(this=exp.Star()))
+        return w
     if a.func == "lag":
         lag = window(exp.Lag(this=c(a.arg), offset=lit(a.offset)), part, by_arrival)
         # Flink: the default also stands for a NULL value at the offset

@@ -16,8 +16,9 @@ Window functions (:class:`~logical.over.OverCall`): FIRST_VALUE / LAST_VALUE
 are the argument at the smallest / largest (time, arrival) of the frame
 among its non-NULL values (Flink's skip NULLs); a RANGE frame holds the
 current row's peers, so peers share the last one's value, as in Flink.
-ROW_NUMBER, RANK and DENSE_RANK count on from the carried row and time
-counts. LAG (always the default RANGE UNBOUNDED frame, as in Flink) reads
+ROW_NUMBER counts on from the carried row count; RANK and DENSE_RANK are,
+as Flink's streaming OVER computes them (it passes them no order key), the
+number of rows so far, peers included. LAG (always the default RANGE UNBOUNDED frame, as in Flink) reads
 the rows before it in (time, arrival) order, the last ``offset`` rows of
 each partition kept in ``__hist``; its default also replaces a NULL there,
 and peers take the last peer's value, as Flink's LAG does.
@@ -220,11 +221,12 @@ def _carried_call(a: OverCall, i: int, P: list[str], order: str, parts: list, la
     """A window function under an UNBOUNDED frame: this release's window over ``__ready`` (alias r) on top of
     what is carried per partition (alias c); adds the carried parts to ``parts``, LAG's values to ``lags``."""
     if a.func in ("row_number", "rank", "dense_rank"):
-        keys = [asc(order), asc(exp.column(SEQ))] if a.func == "row_number" else [asc(order)]
-        func = {"row_number": exp.RowNumber, "rank": exp.Rank, "dense_rank": exp.DenseRank}[a.func]()
-        numbered = exp.Window(this=func, partition_by=cols(P) or None, order=exp.Order(expressions=keys))
-        counted = exp.Count(this=exp.Distinct(expressions=[col(order)]) if a.func == "dense_rank" else exp.Star())
-        parts.append((f"__c{i}", numbered, counted, exp.Sum, pa.int64()))
+        if a.func == "row_number":
+            numbered: exp.Expression = exp.Window(this=exp.RowNumber(), partition_by=cols(P) or None,
+                                                  order=exp.Order(expressions=[asc(order), asc(exp.column(SEQ))]))
+        else:  # Flink's streaming RANK / DENSE_RANK get no order key: the rows so far, peers included
+            numbered = _over(exp.Count(this=exp.Star()))
+        parts.append((f"__c{i}", numbered, exp.Count(this=exp.Star()), exp.Sum, pa.int64()))
         return exp.Paren(this=exp.Add(this=exp.func("COALESCE", exp.column(f"__c{i}", "c"), lit(0)),
                                       expression=exp.column(f"__r_c{i}", "r")))
     if a.func in ("first_value", "last_value"):
