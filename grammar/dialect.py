@@ -35,8 +35,8 @@ from .diagnostics import Diagnostic, Span
 from .errors import SqlSyntaxError
 from .functions import FLINK_FUNCTION_PARSERS, FLINK_FUNCTIONS, FLINK_TYPES
 from .json_functions import JSON_FUNCTION_PARSERS, JSON_FUNCTIONS, is_json
-from .nested import NESTED_FUNCTIONS, NESTED_TYPES, Subscript, build_map, parse_flink_type, sql_subscript
 from .match_recognize import parse_match_recognize
+from .nested import NESTED_FUNCTIONS, NESTED_TYPES, Subscript, build_map, parse_flink_type, sql_subscript
 from .stream_syntax import (
     R2S_KINDS,
     CqlWindow,

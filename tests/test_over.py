@@ -98,7 +98,7 @@ def test_over_in_expressions_without_partition_and_with_a_computed_partition():
     ("SELECT SUM(v) OVER (ORDER BY ts ROWS 3 PRECEDING), COUNT(*) OVER (ORDER BY ts ROWS 4 PRECEDING) FROM ev",
      "same window"),
     ("SELECT k, SUM(v) OVER (ORDER BY ts) FROM ev GROUP BY k", "GROUP BY"),
-    ("SELECT LAG(v) OVER (ORDER BY ts) FROM ev", "LAG is not supported"),
+    ("SELECT LEAD(v) OVER (ORDER BY ts) FROM ev", "LEAD is not supported on a stream"),
     ("SELECT SUM(v) OVER w FROM ev", "unknown window"),
 ])
 def test_over_refusals(sql, message):

@@ -452,6 +452,31 @@ CASES = [
                  AFTER MATCH SKIP TO LAST B
                  PATTERN (A B{2} C) WITHIN INTERVAL '30' SECOND
                  DEFINE B AS B.price > 0.4, C AS C.price < 0.3) AS m"""},
+    # Subqueries: Flink decorrelates them into (semi / anti) regular joins; updating results.
+    {"name": "subquery_in_table", "sql": "SELECT id, k, v FROM ev2 WHERE k IN (SELECT k FROM rates WHERE rate > 40)"},
+    {"name": "subquery_not_exists_correlated",
+     "sql": "SELECT id, k FROM ev2 WHERE NOT EXISTS (SELECT 1 FROM rates r WHERE r.k = ev2.k AND r.rate > 40)"},
+    {"name": "subquery_not_in_nulls", "sql": "SELECT id, k FROM ev2 WHERE k NOT IN (SELECT k FROM rates WHERE rate < 0)"},
+    {"name": "subquery_in_correlated_streams",
+     "sql": "SELECT id, v FROM ev2 WHERE v IN (SELECT v FROM ev3 WHERE ev3.k = ev2.k AND ev3.price > 5)"},
+    {"name": "subquery_scalar_correlated",
+     "sql": "SELECT id, k, (SELECT MAX(rate) FROM rates r WHERE r.k = ev2.k) AS top FROM ev2 WHERE v > 50"},
+    {"name": "subquery_scalar_count_where",
+     "sql": "SELECT id, v FROM ev2 WHERE v < (SELECT COUNT(*) FROM rates)"},
+    # OVER window functions (LEAD: refused by both in stream mode).
+    {"name": "over_lag_first_last_value",
+     "sql": """SELECT id, k, v, LAG(v) OVER w AS p, LAG(v, 2, -1) OVER w AS p2, FIRST_VALUE(v) OVER w AS f,
+                      LAST_VALUE(url) OVER w AS lu FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
+    {"name": "over_rows_first_last_value", "known": {"types": SUM_INT},
+     "sql": """SELECT id, k, FIRST_VALUE(url) OVER w AS fu, LAST_VALUE(v) OVER w AS lv, SUM(v) OVER w AS sv
+               FROM ev WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"""},
+    {"name": "over_range_first_last_value",
+     "sql": """SELECT id, FIRST_VALUE(v) OVER w AS fv, LAST_VALUE(v) OVER w AS lv FROM ev2
+               WINDOW w AS (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW)"""},
+    {"name": "over_row_number", "sql": "SELECT id, k, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM ev2"},
+    {"name": "over_rank_lag_count",
+     "sql": """SELECT id, k, RANK() OVER w AS r, DENSE_RANK() OVER w AS dr, LAG(id, 3) OVER w AS p3,
+                      COUNT(*) OVER w AS n FROM ev2 WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
 ]
 
 

@@ -45,8 +45,15 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .match_recognize import bind_match_recognize
-from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .over import bind_over, finish_ranks, has_over, merge_rank_filter
 from .sort import bind_order_limit
+from .subquery import (
+    bind_scalar_subqueries,
+    bind_where_subqueries,
+    has_subquery,
+    split_subquery_conditions,
+    without_subqueries,
+)
 from .unnest import bind_unnest, is_unnest_join
 
 
@@ -55,7 +62,7 @@ def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | No
     tree = query.tree if isinstance(query, Query) else query
     ctx = BindContext(catalog, source, bind_set=bind_set)
     node = bind_set(tree, ctx)
-    check_ranks(node, ctx)
+    node = finish_ranks(node, ctx)
     return resolve_emit(node, catalog.settings)
 
 
@@ -137,11 +144,7 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
     having = select.args.get("having")
-    if has_over(items):
-        if group is not None or having is not None:
-            raise ctx.error("OVER together with GROUP BY is not supported", group or having,
-                            help="aggregate in a subquery, then compute the OVER expressions over its result")
-        node, scope, items = bind_over(node, scope, items, select, ctx)
+    node, scope, items = _bind_subqueries_and_over(node, scope, items, select, ctx)
     aggregated = group is not None or having is not None or any(has_aggregate(i) for i in items)
     if cql is not None and cql.args["kind"] == "NOW" and aggregated:
         raise ctx.error("aggregates over a [NOW] window are not supported", cql,
@@ -163,6 +166,23 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     return bind_order_limit(node, select, ctx)
 
 
+def _bind_subqueries_and_over(node: L.Node, scope: Scope, items: list, select: exp.Select, ctx: BindContext):
+    """The scalar subqueries of the SELECT list (as joins), then its OVER expressions."""
+    group, having = select.args.get("group"), select.args.get("having")
+    if any(has_subquery(i) for i in items):
+        outer = [without_subqueries(i) for i in items]
+        if group is not None or having is not None or has_over(outer) or any(has_aggregate(i) for i in outer):
+            raise ctx.error("a subquery in the SELECT list of an aggregating or OVER query is not supported",
+                            next(i for i in items if has_subquery(i)),
+                            help="compute the subquery in an outer query over this one's result")
+        node, scope, items = bind_scalar_subqueries(node, scope, items, ctx)
+    if has_over(items):
+        if group is not None or having is not None:
+            raise ctx.error("OVER together with GROUP BY is not supported", group or having,
+                            help="aggregate in a subquery, then compute the OVER expressions over its result")
+        node, scope, items = bind_over(node, scope, items, select, ctx)
+    return node, scope, items
+
 
 def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node, Scope, int | None]:
     """The relation of FROM (a join, a CQL window, or none: one empty row) filtered by WHERE; and the slide of a
@@ -176,8 +196,12 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
     elif any(is_unnest_join(j) for j in select.args.get("joins") or ()):
         node, scope = _bind_unnest_joins(from_.this, select.args["joins"], ctx)
     elif select.args.get("joins"):
-        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
-        node, where = (L.Filter(node, rest) if rest is not None else node), None
+        # conditions with subqueries join the joined relation; the others may become join conditions
+        plain, with_subqueries = split_subquery_conditions(where.this if where is not None else None)
+        node, scope, rest = bind_joins(from_.this, select.args["joins"],
+                                       exp.Where(this=plain) if plain is not None else None, ctx)
+        node = L.Filter(node, rest) if rest is not None else node
+        where = exp.Where(this=with_subqueries) if with_subqueries is not None else None
     elif cql is not None:
         node, scope, slide = bind_cql_window(cql, ctx)
     else:
@@ -187,6 +211,9 @@ def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node,
         if select.args.get("joins") or cql is not None:
             raise ctx.error("MATCH_RECOGNIZE applies to one relation; join in a subquery first", match)
         node, scope = bind_match_recognize(node, scope, match, ctx)
+    if where is not None and has_subquery(where.this):
+        node, scope, rest_where = bind_where_subqueries(node, scope, where.this, ctx)
+        where = exp.Where(this=rest_where) if rest_where is not None else None
     if where is not None:
         cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
         require_boolean(cond, node.schema, where.this, ctx)

@@ -12,7 +12,8 @@ all OVER aggregates of a SELECT share one window.
 :class:`~logical.rank.Rank`; the enclosing query's ``WHERE rn <= N`` (or
 ``rn = 1``) turns it into a :class:`~logical.rank.TopN`
 (:func:`merge_rank_filter`); a Rank left without one is an error
-(:func:`check_ranks`).
+(:func:`finish_ranks`), unless it is ordered by time: a running row number.
+``LAG``, ``FIRST_VALUE``, ``LAST_VALUE``, ``RANK`` and ``DENSE_RANK``: :mod:`over_functions`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..logical import nodes as L
-from ..logical.over import OverAggregate, OverFrame
+from ..logical.over import OverAggregate, OverCall, OverFrame
 from ..logical.rank import Rank, TopN
 from ..timeutil import interval_micros, node_span
 from ..types import unique_name
 from .aggregate import Unnamed, _agg_parts, _agg_type
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, passthrough
+from .over_functions import bind_window_function, check_row_number_alone, is_window_function, rank_as_over
 
 # The numbering functions a Top-N filters on, by their logical name (logical/rank.py RANK_FUNCTIONS).
 RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
@@ -45,11 +47,10 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
     named = {w.name.lower(): w for w in select.args.get("windows") or []}
     windows = [w for item in items for w in item.find_all(exp.Window)]
     resolved = [_resolve(w, named, ctx) for w in windows]
-    ranks = [w for w, r in zip(windows, resolved) if type(w.this) in RANKING]
-    if ranks:
-        if len(windows) > 1:
-            raise ctx.error(f"{_fname(ranks[0])} OVER must be the only OVER expression of its SELECT", windows[1])
+    if len(windows) == 1 and type(windows[0].this) in RANKING:
+        # Top-N when the enclosing query filters it (merge_rank_filter), else a running number (finish_ranks)
         return _bind_rank(node, scope, items, windows[0], resolved[0], ctx)
+    check_row_number_alone(windows, ctx)
 
     first = resolved[0]
     for w, r in zip(windows[1:], resolved[1:]):
@@ -72,13 +73,21 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
     partition = tuple(column_for(p) for p in first.args.get("partition_by") or [])
     order = _order_column(first, scope, ctx)
     frame = _frame(first, ctx)
-    calls: list[L.AggCall] = []
+    calls: list[L.AggCall | OverCall] = []
     names: dict[int, str] = {}
     for j, w in enumerate(windows):
         func = w.this
+        if is_window_function(func):
+            out = unique_name(f"__over{j}", taken)
+            taken.append(out)
+            calls.append(bind_window_function(func, resolved[j], frame, out, column_for,
+                                              lambda: _schema_of(node, pre), scope, ctx))
+            names[id(w)] = out
+            continue
         if not isinstance(func, exp.AggFunc):
             raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
-                            "over a window", func, help="use COUNT, SUM, AVG, MIN or MAX, or ROW_NUMBER for Top-N")
+                            "over a window", func, help="use COUNT, SUM, AVG, MIN, MAX, LAG, FIRST_VALUE, LAST_VALUE, "
+                                 "ROW_NUMBER, RANK or DENSE_RANK")
         name, arg, distinct = _agg_parts(func, ctx)
         if distinct:
             raise ctx.error("DISTINCT aggregates are not supported over a window", func)
@@ -163,7 +172,7 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
         raise ctx.error(f"give {_fname(w)} OVER (...) a name (AS rn) and filter on it in the enclosing query", w,
                         help="SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= 3")
     if spec.args.get("spec") is not None:
-        raise ctx.error(f"{_fname(w)} takes no frame", spec.args["spec"])
+        raise ctx.error(f"{_fname(w)} takes no ROWS or RANGE frame", spec.args["spec"])
     partition, keys, taken = _rank_partition(node, scope, spec, ctx)
     order = _rank_order(scope, w, spec, ctx)
     rank_name = unique_name(item.alias, taken)
@@ -311,11 +320,17 @@ def _rank_bound(c: exp.Expression, names: set[str]) -> int | None:
     return None
 
 
-def check_ranks(root: L.Node, ctx: BindContext) -> None:
-    """A ROW_NUMBER that no filter bounded is refused (it would rank an unbounded stream)."""
-    for n in L.walk(root):
-        if isinstance(n, Rank):
-            raise ctx.error(f"{n.function.upper()}() OVER (...) needs a filter on it in the enclosing query: "
-                            "WHERE rn <= N (Top-N) or rn = 1 (deduplication)", span=n.span,
-                            help="SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= 3")
+def finish_ranks(root: L.Node, ctx: BindContext) -> L.Node:
+    """Each ROW_NUMBER that no filter bounded becomes a running row number ordered by time, or is refused (it
+    would rank an unbounded stream)."""
+    done: dict[int, L.Node] = {}
+
+    def visit(n: L.Node) -> L.Node:
+        if id(n) not in done:
+            inputs = tuple(visit(i) for i in n.inputs)
+            out = n if all(a is b for a, b in zip(inputs, n.inputs)) else n.with_inputs(inputs)
+            done[id(n)] = rank_as_over(out, ctx) if isinstance(out, Rank) else out
+        return done[id(n)]
+
+    return visit(root)
 

@@ -90,6 +90,7 @@ class Join(Node):
     lateness: int = 0  # allowed lateness of the sources below (state is kept that much longer)
     warning: str | None = None
     ttl: int = 0  # regular joins: state rows not written for this long are dropped (SET 'state.ttl'); 0: never
+    subquery: str = ""  # the subquery this join was decorrelated from (bind/subquery.py), for EXPLAIN
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
@@ -195,6 +196,8 @@ class Join(Node):
             parts.append(f"stream={self.stream_side}")
         if self.residual is not None:
             parts.append(f"where {show(self.residual)}")
+        if self.subquery:
+            parts.append(f"as {self.subquery}")
         name = {"interval": "IntervalJoin", "window": "WindowJoin", "temporal": "TemporalJoin",
                 "lookup": "LookupJoin", "regular": "RegularJoin"}[self.strategy]
         return f"{name}({', '.join(parts)})"

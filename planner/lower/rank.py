@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..logical.cql import SnapshotDiff
-from ..logical.over import OverAggregate
+from ..logical.over import OverAggregate, OverCall
 from ..logical.rank import TopN, window_end_column
 from .sql import (
     ARRIVAL_WM,
@@ -33,6 +33,7 @@ from .sql import (
     and_,
     asc,
     c,
+    cast,
     desc,
     micros,
     null_safe_eq,
@@ -52,16 +53,54 @@ def lower_over(lw, node: OverAggregate):
         src = _kept_by_over(lw, node, src)
     part = [c(p) for p in node.partition_by]
     frame = node.frame
+    T = c(node.order_by)
+    arrival = _arrival(src, node.input.schema.names, [node.order_by])
     if frame.kind == "RANGE" and frame.preceding is not None:
-        order = [asc(micros(c(node.order_by)))]
+        order = [asc(micros(T))]
         spec = rows_frame(frame.preceding, kind="RANGE")
     else:
-        order = [asc(c(node.order_by))] + (_arrival(src, node.input.schema.names, [node.order_by])
-                                           if frame.kind == "ROWS" else [])
+        order = [asc(T)] + (arrival if frame.kind == "ROWS" else [])
         spec = rows_frame(frame.preceding if frame.kind == "ROWS" else None, kind=frame.kind)
     over = window(exp.Null(), part, order, spec)
-    items = src.cols(order=True) + [alias(aggregate(a, node.input.schema, over=over), a.name) for a in node.aggs]
-    return lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
+    by_arrival = [asc(T)] + [o.copy() for o in arrival]
+    items = src.cols(order=True) + [alias(_over_item(a, node, part, T, by_arrival, over), a.name) for a in node.aggs]
+    rel = lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
+    peer_lags = [a.name for a in node.aggs if isinstance(a, OverCall) and a.func == "lag"] \
+        if frame.kind == "RANGE" else []
+    return _last_of_peers(lw, rel, peer_lags, part, T, arrival) if peer_lags else rel
+
+
+def _over_item(a, node: OverAggregate, part, T, by_arrival, over: exp.Window) -> exp.Expression:
+    """An aggregate or window function of an OVER aggregate (window functions: Flink's streaming meaning)."""
+    if not isinstance(a, OverCall):
+        return aggregate(a, node.input.schema, over=over)
+    if a.func == "row_number":
+        return window(exp.RowNumber(), part, by_arrival)
+    if a.func in ("rank", "dense_rank"):  # Flink's streaming RANK gets no order key: the rows so far, peers included
+        w = over.copy()
+        w.set("this", exp.Count(this=exp.Star()))
+        return w
+    if a.func == "lag":
+        lag = window(exp.Lag(this=c(a.arg), offset=lit(a.offset)), part, by_arrival)
+        # Flink: the default also stands for a NULL value at the offset
+        return exp.Coalesce(this=lag, expressions=[cast(a.default.copy(), a.type)]) if a.default is not None else lag
+    # FIRST_VALUE / LAST_VALUE: the non-NULL argument at the frame's first / last (time, arrival)
+    key = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"o{i}"), expression=o.this.copy())
+                                  for i, o in enumerate(by_arrival)])
+    key = exp.Case(ifs=[exp.If(this=exp.Is(this=c(a.arg), expression=exp.Null()), true=exp.Null())], default=key)
+    w = over.copy()
+    w.set("this", (exp.ArgMin if a.func == "first_value" else exp.ArgMax)(this=c(a.arg), expression=key))
+    return w
+
+
+def _last_of_peers(lw, rel, names: list[str], part, T, arrival):
+    """Flink's LAG under a RANGE frame: the rows with the same time (peers) take the last one's value."""
+    every = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED",
+                           end_side="FOLLOWING")
+    order = [o.copy() for o in arrival] or [asc(T)]
+    outer = [alias(window(exp.LastValue(this=c(n)), [p.copy() for p in part] + [T.copy()], order, every), n)
+             if n in names else c(n) for n in rel.columns] + ([c(n) for n in ORDER] if rel.ordered else [])
+    return lw.add(exp.select(*outer).from_(lw.use(rel)), rel.columns, rel.ordered)
 
 
 def _kept_by_over(lw, node: OverAggregate, src):

@@ -11,6 +11,17 @@ partition (``__carry``), which ``carry`` advances::
 
     ROWS 2 PRECEDING, partition a      hist: r1 r2 | ready: r3 r4
     r3 = agg(r1, r2, r3); r4 = agg(r2, r3, r4); kept: r3 r4
+
+Window functions (:class:`~logical.over.OverCall`): FIRST_VALUE / LAST_VALUE
+are the argument at the smallest / largest (time, arrival) of the frame
+among its non-NULL values (Flink's skip NULLs); a RANGE frame holds the
+current row's peers, so peers share the last one's value, as in Flink.
+ROW_NUMBER counts on from the carried row count; RANK and DENSE_RANK are,
+as Flink's streaming OVER computes them (it passes them no order key), the
+number of rows so far, peers included. LAG (always the default RANGE UNBOUNDED frame, as in Flink) reads
+the rows before it in (time, arrival) order, the last ``offset`` rows of
+each partition kept in ``__hist``; its default also replaces a NULL there,
+and peers take the last peer's value, as Flink's LAG does.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..logical.nodes import AggCall
-from ..logical.over import OverFrame
+from ..logical.over import OverCall, OverFrame
 from ..types import Schema, sum_type
 from .sqltree import (
     alias,
@@ -49,7 +60,7 @@ LAST = "__last"  # the last time (epoch microseconds) a partition released rows
 @dataclass(frozen=True)
 class OverSql:
     compute: str
-    retain: str | None  # ROWS n PRECEDING: the rows to keep
+    retain: str | None  # ROWS n PRECEDING, LAG: the rows to keep
     carry: str | None  # UNBOUNDED: the new running totals
     carry_schema: pa.Schema | None
     # Bounded frames on event time (Flink's late rule, docs/time.md): ``__last`` holds per partition the last
@@ -96,33 +107,31 @@ def _with_frame(query: exp.Select, window: exp.Window) -> exp.Select:
 
 
 def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: OverFrame,
-             aggs: tuple[AggCall, ...], schema: Schema) -> OverSql:
+             aggs: tuple[AggCall | OverCall, ...], schema: Schema) -> OverSql:
     P = list(partition)
     window = _frame(P, order, frame)
     arrival = [asc(order), asc(exp.column(SEQ))]
 
     if frame.preceding is not None:
-        items = [alias(_window_agg(a, schema), a.name) for a in aggs]
+        items = [alias(_window_item(a, schema, order), a.name) for a in aggs]
         union = _by_name(select_from("__hist", None, star(), exp.alias_(exp.false(), "__new")),
                          select_from("__ready", None, star(), exp.alias_(exp.true(), "__new")))
         framed = _with_frame(select_from(sub(union, "u"), None, star(), *items), window)
         compute = select_from(sub(framed, "r"), None, *cols(columns), *cols(a.name for a in aggs)) \
             .where(exp.column("__new")).order_by(*arrival)
-        retain = None
-        both = _by_name(select_from("__hist", None, star()), select_from("__ready", None, star()))
-        if frame.kind == "ROWS":
-            latest = select_from(sub(both, "u"), None, star(), exp.alias_(exp.Window(
-                this=exp.RowNumber(), partition_by=cols(P) or None,
-                order=exp.Order(expressions=[desc(order), desc(exp.column(SEQ))])), "__rk"))
-            retain = render(select_from(sub(latest, "k"), None, exp.Star(except_=[exp.column("__rk")]))
-                            .where(exp.LTE(this=exp.column("__rk"), expression=lit(frame.preceding))))
+        both = _both()
+        retain = _latest_rows(P, order, frame.preceding) if frame.kind == "ROWS" else None
         return OverSql(render(compute), retain, None, None, **_last_released(partition, order, frame, schema, both))
 
     # UNBOUNDED PRECEDING: running totals before this release, plus a window over the released rows.
     parts: list[tuple[str, exp.Expression, exp.Expression, type, pa.DataType]] = []  # (name, per-row window,
     finals: list[exp.Expression] = []  # batch total, merge, type)
+    lags: list[tuple[exp.Expression, str]] = []  # LAG: (value over __hist and __ready, name), joined by __seq
     for i, a in enumerate(aggs):
         arg = col(a.arg) if a.arg else exp.Star()
+        if isinstance(a, OverCall):
+            finals.append(alias(cast(_carried_call(a, i, P, order, parts, lags), a.type), a.name))
+            continue
         if a.func in ("count", "avg"):
             parts.append((f"__c{i}", _over(exp.Count(this=arg.copy())), exp.Count(this=arg.copy()), exp.Sum,
                           pa.int64()))
@@ -152,19 +161,105 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
         finals.append(alias(cast(value, a.type), a.name))
     framed = _with_frame(select_from("__ready", None, star(), *[alias(w, "__r_" + n[2:]) for n, w, _, _, _ in parts]),
                          window)
-    compute = select_from(sub(framed, "r"), None, *cols(columns, "r"), *finals) \
-        .join(table("__carry", "c"), on=same("r", "c", P), join_type="left") \
+    compute = select_from(sub(framed, "r"), None, *cols(columns, "r"), *finals)
+    if lags:
+        compute = compute.join(sub(_lagged(P, order, frame, lags), "g"), join_type="inner",
+                               on=exp.EQ(this=col(SEQ, "g"), expression=col(SEQ, "r")))
+    compute = compute.join(table("__carry", "c"), on=same("r", "c", P), join_type="left") \
         .order_by(asc(col(order, "r")), asc(exp.column(SEQ, "r")))
-    totals = select_from("__ready", None, *cols(P), *[exp.alias_(t, n) for n, _, t, _, _ in parts])
+    offsets = [a.offset for a in aggs if isinstance(a, OverCall) and a.func == "lag" and a.offset > 0]
+    retain = _latest_rows(P, order, max(offsets)) if offsets else None
+    keys = [pa.field(p, schema.find(p).type) for p in partition]
+    if not parts:  # only LAG: nothing to carry but the rows kept in __hist
+        nothing = select_from("__ready", None, *cols(P), alias(lit(0), "__none")).where(exp.false())
+        return OverSql(render(compute), retain, render(nothing), pa.schema(keys + [pa.field("__none", pa.int32())]))
+    # __ord: the carried values before this release's (FIRST_VALUE keeps the older, LAST_VALUE the newer)
+    totals = select_from("__ready", None, *cols(P), *[exp.alias_(t, n) for n, _, t, _, _ in parts],
+                         alias(lit(1), "__ord"))
     if P:
         totals = totals.group_by(*cols(P))
     merged = [exp.alias_(cast(merge(this=exp.column(n)), ty), n) for n, _, _, merge, ty in parts]
-    carry = select_from(sub(_by_name(select_from("__carry", None, star()), totals), "u"), None, *cols(P), *merged)
+    carried = select_from("__carry", None, star(), alias(lit(0), "__ord"))
+    carry = select_from(sub(_by_name(carried, totals), "u"), None, *cols(P), *merged)
     if P:
         carry = carry.group_by(*cols(P))
-    carry_schema = pa.schema([pa.field(p, schema.find(p).type) for p in partition] +
-                             [pa.field(n, ty) for n, _, _, _, ty in parts])
-    return OverSql(render(compute), None, render(carry), carry_schema)
+    carry_schema = pa.schema(keys + [pa.field(n, ty) for n, _, _, _, ty in parts])
+    return OverSql(render(compute), retain, render(carry), carry_schema)
+
+
+def _both() -> exp.Union:
+    """The rows kept from before and the released ones."""
+    return _by_name(select_from("__hist", None, star()), select_from("__ready", None, star()))
+
+
+def _latest_rows(P: list[str], order: str, n: int) -> str:
+    """Of ``__hist`` and ``__ready``, the last ``n`` rows of each partition (what a later row reaches back to)."""
+    latest = select_from(sub(_both(), "u"), None, star(), exp.alias_(exp.Window(
+        this=exp.RowNumber(), partition_by=cols(P) or None,
+        order=exp.Order(expressions=[desc(order), desc(exp.column(SEQ))])), "__rk"))
+    return render(select_from(sub(latest, "k"), None, exp.Star(except_=[exp.column("__rk")]))
+                  .where(exp.LTE(this=exp.column("__rk"), expression=lit(n))))
+
+
+def _ordering(order: str, table_: str | None = None) -> exp.Expression:
+    """(time, arrival) as a struct: ordered by time, then arrival."""
+    return exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("t"), expression=col(order, table_)),
+                                   exp.PropertyEQ(this=exp.to_identifier("s"), expression=col(SEQ, table_))])
+
+
+def _unless_null(arg: exp.Expression, value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()), true=exp.Null())],
+                    default=value)
+
+
+def _nonnull_arg(first: bool, arg: str, order: str) -> exp.Expression:
+    """arg_min / arg_max of ``arg`` by (time, arrival) over its non-NULL values (NULL orderings are skipped)."""
+    return (exp.ArgMin if first else exp.ArgMax)(this=col(arg), expression=_unless_null(col(arg), _ordering(order)))
+
+
+def _carried_call(a: OverCall, i: int, P: list[str], order: str, parts: list, lags: list) -> exp.Expression:
+    """A window function under an UNBOUNDED frame: this release's window over ``__ready`` (alias r) on top of
+    what is carried per partition (alias c); adds the carried parts to ``parts``, LAG's values to ``lags``."""
+    if a.func in ("row_number", "rank", "dense_rank"):
+        if a.func == "row_number":
+            numbered: exp.Expression = exp.Window(this=exp.RowNumber(), partition_by=cols(P) or None,
+                                                  order=exp.Order(expressions=[asc(order), asc(exp.column(SEQ))]))
+        else:  # Flink's streaming RANK / DENSE_RANK get no order key: the rows so far, peers included
+            numbered = _over(exp.Count(this=exp.Star()))
+        parts.append((f"__c{i}", numbered, exp.Count(this=exp.Star()), exp.Sum, pa.int64()))
+        return exp.Paren(this=exp.Add(this=exp.func("COALESCE", exp.column(f"__c{i}", "c"), lit(0)),
+                                      expression=exp.column(f"__r_c{i}", "r")))
+    if a.func in ("first_value", "last_value"):
+        first = a.func == "first_value"
+        pick = exp.ArgMin if first else exp.ArgMax
+
+        def merge(this: exp.Expression) -> exp.Expression:
+            return pick(this=this, expression=_unless_null(this, exp.column("__ord")))
+
+        parts.append((f"__f{i}", _over(_nonnull_arg(first, a.arg, order)), _nonnull_arg(first, a.arg, order), merge,
+                      a.type))
+        older, newer = exp.column(f"__f{i}", "c"), exp.column(f"__r_f{i}", "r")
+        return exp.func("COALESCE", *((older, newer) if first else (newer, older)))
+    value: exp.Expression = exp.Window(this=exp.Lag(this=col(a.arg), offset=lit(a.offset)),
+                                       partition_by=cols(P) or None,
+                                       order=exp.Order(expressions=[asc(order), asc(exp.column(SEQ))]))
+    if a.default is not None:  # Flink: the default also stands for a NULL value at the offset
+        value = exp.func("COALESCE", value, cast(a.default.copy(), a.type))
+    lags.append((value, f"__lag{i}"))
+    return exp.column(f"__lag{i}", "g")
+
+
+def _lagged(P: list[str], order: str, frame: OverFrame, lags: list) -> exp.Select:
+    """LAG's values by arrival number, over ``__hist`` and ``__ready``; under a RANGE frame the rows with the same
+    time take the last one's value (Flink's LAG)."""
+    values = select_from(sub(_both(), "b"), None, star(), *[alias(v, n) for v, n in lags])
+    if frame.kind != "RANGE":
+        return select_from(sub(values, "u"), None, col(SEQ), *cols(n for _, n in lags))
+    every = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED",
+                           end_side="FOLLOWING")
+    peers = [alias(exp.Window(this=exp.LastValue(this=col(n)), partition_by=cols(P + [order]),
+                              order=exp.Order(expressions=[asc(exp.column(SEQ))]), spec=every), n) for _, n in lags]
+    return select_from(sub(values, "u"), None, col(SEQ), *peers)
 
 
 MIN_TIME = -(2**63)
@@ -202,6 +297,13 @@ def _last_released(partition: tuple[str, ...], order: str, frame: OverFrame, sch
                         .join(table("__last", "l"), on=same("r", "l", P), join_type="inner").where(reach))
     return dict(last_of_rows=render(last_of_rows), advance_last=render(advance), last_schema=last_schema,
                 retain_by_partition=retain)
+
+
+def _window_item(a: AggCall | OverCall, schema: Schema, order: str) -> exp.Expression:
+    """An aggregate or FIRST_VALUE / LAST_VALUE over ``__w`` (a bounded frame, over __hist and __ready)."""
+    if isinstance(a, OverCall):
+        return _over(_nonnull_arg(a.func == "first_value", a.arg, order))
+    return _window_agg(a, schema)
 
 
 def _window_agg(a: AggCall, schema: Schema) -> exp.Expression:

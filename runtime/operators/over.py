@@ -10,7 +10,8 @@ A row is released once the watermark reaches its time, so its frame is
 complete and rows come out in time order (append-only). Kept between
 releases: for ``ROWS n PRECEDING`` the last n rows of each partition, for
 ``RANGE t PRECEDING`` the rows within t of the partition's last released
-time, for ``UNBOUNDED PRECEDING`` running totals per partition.
+time, for ``UNBOUNDED PRECEDING`` running totals per partition (and, for
+LAG, the last ``offset`` rows of each partition).
 
 Late rows, on event time, as Flink judges them (the source cuts its
 batches before rows behind the watermark, so the operator's watermark is
@@ -119,9 +120,13 @@ class OverAggLogic(CountsLate, Logic):
     def _release(self, ready: pa.Table, watermark: int) -> pa.Table:
         spec = self.spec
         if spec.carry_sql is not None:
-            with registered(self.con, __ready=ready, __carry=self._take(_CARRY, spec.carry_schema)):
+            history = self._take(_HISTORY, self.row_schema)  # rows LAG reads back to (none without LAG)
+            with registered(self.con, __ready=ready, __carry=self._take(_CARRY, spec.carry_schema), __hist=history):
                 out = self.con.sql(spec.compute_sql).to_arrow_table()
                 self.state.replace(_CARRY, conform(self.con.sql(spec.carry_sql).to_arrow_table(), spec.carry_schema))
+                if spec.retain_sql is not None:
+                    self.state.replace(_HISTORY, conform(self.con.sql(spec.retain_sql).to_arrow_table(),
+                                                         self.row_schema))
             return out
         history = self._take(_HISTORY, self.row_schema)
         with registered(self.con, __ready=ready, __hist=history):
