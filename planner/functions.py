@@ -31,6 +31,7 @@ from ..grammar import Diagnostic, SqlError
 from ..grammar.diagnostics import did_you_mean
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import format_timestamp
+from .bind.time_zone import lower_zoned_cast
 from .timeutil import node_span
 
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
@@ -148,6 +149,9 @@ def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     source = node.this.type
     if source is None:
         return None
+    zoned = lower_zoned_cast(node, lambda local: format_timestamp(local, "yyyy-MM-dd HH:mm:ss.SSS"))
+    if zoned is not None:  # to or from TIMESTAMP_LTZ, in the session time zone
+        return zoned
     if node.to.is_type(*exp.DataType.INTEGER_TYPES) and source.this in _DOUBLE | {exp.DataType.Type.DECIMAL}:
         # Flink (and Spark) truncate toward zero; DuckDB rounds.
         new = node.copy()

@@ -21,6 +21,9 @@ from sqlglot import exp
 from ..grammar import Diagnostic, Span, SqlError
 
 TIMESTAMP = pa.timestamp("us")
+# TIMESTAMP_LTZ: an instant, carried as UTC; shown, and cast to or from
+# TIMESTAMP and STRING, in the session time zone ('table.local-time-zone').
+TIMESTAMP_LTZ = pa.timestamp("us", tz="UTC")
 
 _FROM_SQL = {
     exp.DataType.Type.BOOLEAN: pa.bool_(),
@@ -40,6 +43,8 @@ _FROM_SQL = {
     exp.DataType.Type.TIMESTAMP_S: TIMESTAMP,
     exp.DataType.Type.TIMESTAMPNTZ: TIMESTAMP,
     exp.DataType.Type.DATETIME: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPLTZ: TIMESTAMP_LTZ,
+    exp.DataType.Type.TIMESTAMPTZ: TIMESTAMP_LTZ,  # DuckDB's name for an instant, in inferred types
     exp.DataType.Type.VARBINARY: pa.binary(),
     exp.DataType.Type.BINARY: pa.binary(),
     exp.DataType.Type.BLOB: pa.binary(),
@@ -56,6 +61,7 @@ _SQL_NAMES = {
     pa.string(): "VARCHAR",
     pa.date32(): "DATE",
     TIMESTAMP: "TIMESTAMP(3)",
+    TIMESTAMP_LTZ: "TIMESTAMP_LTZ(3)",
     pa.binary(): "VARBINARY",
     pa.null(): "NULL",
 }
@@ -68,18 +74,23 @@ class InvalidType(ValueError):
 # Type names of more than one word that mean one type; any other extra word
 # (``INT ARRAY``, ``INT FOO``) would be dropped by sqlglot and is refused.
 _MULTI_WORD = {"DOUBLE PRECISION", "CHARACTER VARYING", "CHAR VARYING"}
-_NOT_YET = {"ARRAY", "MULTISET", "MAP", "ROW", "TIMESTAMP_LTZ", "TIMESTAMPLTZ", "TIMESTAMPTZ", "LOCAL"}
-_SUPPORTED_HELP = "use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE or TIMESTAMP(3)"
+_NOT_YET = {"ARRAY", "MULTISET", "MAP", "ROW", "TIMESTAMPTZ"}
+_SUPPORTED_HELP = ("use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE, "
+                   "TIMESTAMP(3) or TIMESTAMP_LTZ(3)")
 
 
 def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:
     """Parse a SQL type name (``BIGINT``, ``TIMESTAMP(3)``, ``DECIMAL(10, 2)``)."""
     alias = {"BYTES": "VARBINARY", "STRING": "VARCHAR"}.get(text.strip().upper(), text)
     words = text.upper().replace("(", " (").split()
-    if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words):
+    local = words[-3:] == ["LOCAL", "TIME", "ZONE"] and words[-4:-3] == ["WITH"]
+    if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words and not local):
         raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
-                                  help="ARRAY, MULTISET, MAP, ROW and time-zone-aware timestamps (TIMESTAMP_LTZ) "
-                                       "are not supported; " + _SUPPORTED_HELP))
+                                  help="ARRAY, MULTISET, MAP, ROW and TIMESTAMP WITH TIME ZONE are not supported "
+                                       "(as in Flink, an instant is TIMESTAMP_LTZ); " + _SUPPORTED_HELP))
+    if local:  # TIMESTAMP(p) WITH LOCAL TIME ZONE is TIMESTAMP_LTZ(p)
+        words = ["TIMESTAMP_LTZ"] + words[1:-4]
+        alias = " ".join(words).replace(" (", "(")
     name = " ".join(w for w in words if not w.startswith("(") and w[:1].isalpha() and w not in ("WITHOUT", "TIME", "ZONE"))
     try:
         dtype = exp.DataType.build(alias) if " " not in name or name in _MULTI_WORD else None
@@ -117,7 +128,7 @@ def to_sql_type(dtype: pa.DataType) -> exp.DataType:
     if pa.types.is_decimal(dtype):
         return exp.DataType.build(f"DECIMAL({dtype.precision}, {dtype.scale})")
     if pa.types.is_timestamp(dtype):
-        return exp.DataType.build("TIMESTAMP")
+        return exp.DataType.build("TIMESTAMPTZ" if dtype.tz else "TIMESTAMP")
     name = _SQL_NAMES.get(dtype)
     if name is None or dtype == pa.null():
         return exp.DataType.build("UNKNOWN") if name is None else exp.DataType.build("NULL")
@@ -129,7 +140,7 @@ def sql_name(dtype: pa.DataType) -> str:
     if pa.types.is_decimal(dtype):
         return f"DECIMAL({dtype.precision}, {dtype.scale})"
     if pa.types.is_timestamp(dtype):
-        return "TIMESTAMP(3)"
+        return "TIMESTAMP_LTZ(3)" if dtype.tz else "TIMESTAMP(3)"
     return _SQL_NAMES.get(dtype, str(dtype).upper())
 
 

@@ -44,6 +44,7 @@ from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
+from .time_zone import binding_zone, session_zone
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
 
 
@@ -51,7 +52,8 @@ def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | No
     """Bind a query body to a logical plan whose schema is the query's result."""
     tree = query.tree if isinstance(query, Query) else query
     ctx = BindContext(catalog, source, bind_set=bind_set)
-    node = bind_set(tree, ctx)
+    with binding_zone(session_zone(catalog.settings)):
+        node = bind_set(tree, ctx)
     check_ranks(node, ctx)
     return resolve_emit(node, catalog.settings)
 

@@ -19,6 +19,7 @@ from ...grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
 from ..functions import AGGREGATES, check_function
 from ..timeutil import node_span
 from ..types import Field, InvalidType, Schema, from_sql_type
+from .time_zone import attach_zone
 
 _IN = "__in"
 
@@ -81,7 +82,7 @@ def bind_scalar(tree: exp.Expression, scope: Scope, source: str | None, *, allow
             return col(scope.resolve(node, source).field.name)
         return node
 
-    return tree.transform(rewrite, copy=False)
+    return attach_zone(tree.transform(rewrite, copy=False))
 
 
 def _check_tree(tree: exp.Expression, source: str | None, allow_aggregates: bool, clause: str) -> None:

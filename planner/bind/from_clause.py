@@ -14,6 +14,7 @@ from ..logical.late import LateScan
 from ..timeutil import interval_micros, node_span
 from ..types import Field, Schema, is_numeric
 from .context import BindContext
+from .time_zone import in_session_zone
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 
 
@@ -131,6 +132,8 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
     spec = L.WindowSpec(kind=kind, time_col=time_col.name, size=values.get("size", 0), slide=values.get("slide", 0),
                         step=values.get("step", 0), gap=values.get("gap", 0), offset=values.get("offset", 0),
                         partition_by=partition)
+    if pa.types.is_timestamp(time_col.type) and time_col.type.tz:
+        spec = in_session_zone(spec, ctx.catalog.settings, lambda m, h: ctx.error(m, desc, help=h))
     out = L.WindowTVF(node, spec, proctime=time_col.proctime)
     # The input's columns keep their qualifiers; the window columns are unqualified.
     cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]

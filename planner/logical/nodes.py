@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from ..catalog import SourceDef
 from ..timeutil import format_duration
-from ..types import TIMESTAMP, Field, Schema
+from ..types import TIMESTAMP, TIMESTAMP_LTZ, Field, Schema
 
 APPEND = "append-only"
 UPDATING = "updating"
@@ -61,6 +61,16 @@ class WindowSpec:
     gap: int = 0
     offset: int = 0
     partition_by: tuple[str, ...] = ()
+    # A TIMESTAMP_LTZ time column: windows are aligned in the session zone
+    # ``zone`` (its fixed offset ``local_shift`` is folded into ``offset``);
+    # window_start/window_end are shown as local TIMESTAMPs (bound + shift).
+    zone: str | None = None
+    local_shift: int = 0
+
+    @property
+    def ltz(self) -> bool:
+        """Windows over a TIMESTAMP_LTZ attribute: window_time is a TIMESTAMP_LTZ too (as in Flink)."""
+        return self.zone is not None
 
     @property
     def pane(self) -> int:
@@ -104,8 +114,11 @@ class WindowSpec:
             "CUMULATE": [f"step={format_duration(self.step)}", f"size={format_duration(self.size)}"],
             "SESSION": [f"gap={format_duration(self.gap)}"] + ([f"partition by {', '.join(self.partition_by)}"] if self.partition_by else []),
         }[self.kind]
-        if self.offset:
-            args.append(f"offset={format_duration(self.offset)}")
+        shown_offset = self.offset + self.local_shift
+        if shown_offset:
+            args.append(f"offset={format_duration(shown_offset)}")
+        if self.zone is not None:
+            args.append(f"zone={self.zone}")
         return f"{self.kind}({self.time_col}, {', '.join(args)})"
 
 
@@ -257,10 +270,14 @@ class Project(Unary):
         return f"Project({', '.join(parts)})"
 
 
-def window_fields(proctime: bool = False) -> tuple[Field, ...]:
-    """The window columns; window_time is the result's time attribute (processing time for proctime windows)."""
+def window_fields(proctime: bool = False, ltz: bool = False) -> tuple[Field, ...]:
+    """The window columns; window_time is the result's time attribute (processing time for proctime windows).
+
+    Over a TIMESTAMP_LTZ attribute window_start/window_end are local TIMESTAMPs
+    and window_time is a TIMESTAMP_LTZ (Flink's types).
+    """
     return (Field("window_start", TIMESTAMP, False), Field("window_end", TIMESTAMP, False),
-            Field("window_time", TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
+            Field("window_time", TIMESTAMP_LTZ if ltz else TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,7 +296,7 @@ class WindowTVF(Unary):
 
     def __post_init__(self):
         fields = tuple(f.plain() if f.rowtime or f.proctime else f for f in self.input.schema)
-        _derive(self, schema=Schema(fields + window_fields(self.proctime)), changelog=self.input.changelog,
+        _derive(self, schema=Schema(fields + window_fields(self.proctime, self.window.ltz)), changelog=self.input.changelog,
                 watermark=self.input.watermark)
 
     def label(self) -> str:
@@ -308,7 +325,7 @@ class WindowAggregate(Unary):
 
     def __post_init__(self):
         proctime = self.input.schema.find(self.window.time_col).proctime
-        _derive(self, schema=Schema(window_fields(proctime) + _group_fields(self.input, self.keys, self.aggs)),
+        _derive(self, schema=Schema(window_fields(proctime, self.window.ltz) + _group_fields(self.input, self.keys, self.aggs)),
                 changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
 
     def label(self) -> str:

@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import partial
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
@@ -177,6 +178,10 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    if route == "spark" and any(pa.types.is_timestamp(f.type) and f.type.tz for n in L.walk(root) for f in n.schema):
+        raise _refuse(route, "compute with TIMESTAMP_LTZ values",
+                      "the session time zone ('table.local-time-zone') is not lowered to Spark SQL; the "
+                      "duckdb route (SET 'engine' = 'duckdb') runs it")
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",

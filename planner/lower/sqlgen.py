@@ -110,14 +110,14 @@ def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.
     if w.kind == "TUMBLE":
         start = floor_to(us, w.size, w.offset)
         end = exp.Add(this=start.copy(), expression=lit(w.size))
-        return exp.select(exp.Star(), *_bounds(start, end)).from_(src)
+        return exp.select(exp.Star(), *_bounds(w, start, end)).from_(src)
     if w.kind == "HOP":
         last = floor_to(us, w.slide, w.offset)
         first = exp.Sub(this=last.copy(), expression=lit(w.size - w.slide))
         series = fn("generate_series", first, last, lit(w.slide))
         expanded = exp.select(exp.Star(), exp.alias_(exp.Unnest(expressions=[series]), "__ws", quoted=True)).from_(src)
         ws = col("__ws")
-        return exp.select(_star_except("__ws"), *_bounds(ws, exp.Add(this=ws.copy(), expression=lit(w.size)))) \
+        return exp.select(_star_except("__ws"), *_bounds(w, ws, exp.Add(this=ws.copy(), expression=lit(w.size)))) \
             .from_(subquery(expanded))
     if w.kind == "CUMULATE":
         start = floor_to(us, w.size, w.offset)
@@ -125,7 +125,7 @@ def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.
         series = fn("generate_series", first_end, exp.Add(this=start.copy(), expression=lit(w.size)), lit(w.step))
         expanded = exp.select(exp.Star(), exp.alias_(start, "__ws", quoted=True),
                               exp.alias_(exp.Unnest(expressions=[series]), "__we", quoted=True)).from_(src)
-        return exp.select(_star_except("__ws", "__we"), *_bounds(col("__ws"), col("__we"))).from_(subquery(expanded))
+        return exp.select(_star_except("__ws", "__we"), *_bounds(w, col("__ws"), col("__we"))).from_(subquery(expanded))
     raise ValueError(f"{w.kind} windows cannot be assigned per batch")
 
 
@@ -133,11 +133,25 @@ def _star_except(*names: str) -> exp.Star:
     return exp.Star(except_=[col(n) for n in names])
 
 
-def _bounds(start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:
+def _bounds(w: L.WindowSpec, start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:
+    return window_bound_columns(w, start_us, end_us, from_us)
+
+
+def window_bound_columns(w: L.WindowSpec, start_us: exp.Expression, end_us: exp.Expression,
+                         to_timestamp) -> list[exp.Expression]:
+    """window_start, window_end, window_time from bounds in microseconds; ``to_timestamp`` makes a TIMESTAMP.
+
+    Over a TIMESTAMP_LTZ attribute (``w.ltz``) the bounds are instants:
+    window_start and window_end are the local times (``w.local_shift`` later),
+    window_time the instant end - 1 ms, a TIMESTAMP_LTZ (``make_timestamptz``).
+    """
+    def shown(e: exp.Expression) -> exp.Expression:
+        return exp.Add(this=e.copy(), expression=lit(w.local_shift)) if w.local_shift else e.copy()
+    last = exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))
     return [
-        exp.alias_(from_us(start_us), "window_start", quoted=True),
-        exp.alias_(from_us(end_us), "window_end", quoted=True),
-        exp.alias_(from_us(exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))), "window_time", quoted=True),
+        exp.alias_(to_timestamp(shown(start_us)), "window_start", quoted=True),
+        exp.alias_(to_timestamp(shown(end_us)), "window_end", quoted=True),
+        exp.alias_(fn("make_timestamptz", last) if w.ltz else to_timestamp(last), "window_time", quoted=True),
     ]
 
 
