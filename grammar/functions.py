@@ -54,6 +54,7 @@ from .sqlbuild import (
     _str_literal,
     _sub,
 )
+from .ltz_functions import to_timestamp_ltz
 from .time_functions import (
     _date_format,
     _extract_fn,
@@ -264,6 +265,7 @@ FLINK_FUNCTIONS: dict = {
     "DATE_FORMAT": _date_format,
     "FROM_UNIXTIME": _from_unixtime,
     "TO_TIMESTAMP": _to_timestamp,
+    "TO_TIMESTAMP_LTZ": to_timestamp_ltz,
     "TO_DATE": _to_date,
     "UNIX_TIMESTAMP": _unix_timestamp,
 }
