@@ -101,6 +101,7 @@ class Dsms(Dialect):
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
+        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "LOCALTIMESTAMP": TokenType.LOCALTIMESTAMP}
 
     class Parser(parser.Parser):
         # SESSION is a keyword in the default tokenizer; let it name a function.
@@ -108,6 +109,7 @@ class Dsms(Dialect):
         ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
 
         FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS}
+        NO_PAREN_FUNCTIONS = {**parser.Parser.NO_PAREN_FUNCTIONS, TokenType.LOCALTIMESTAMP: exp.Localtimestamp}
 
         def _parse_csv(self, parse_method, sep=TokenType.COMMA):
             # sqlglot skips an empty item (``SELECT a, FROM s``, ``f(a,,b)``); Flink refuses it.

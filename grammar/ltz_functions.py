@@ -8,7 +8,7 @@ Example:
     >>> from sqlglot import parse_one
     >>> from dsms.grammar.dialect import Dsms
     >>> parse_one("TO_TIMESTAMP_LTZ(ts, 0)", read=Dsms).sql("duckdb")
-    "CAST(MAKE_TIMESTAMP(CAST(ts * 1000000 AS BIGINT)) AT TIME ZONE 'UTC' AS TIMESTAMPTZ)"
+    "CAST(MAKE_TIMESTAMP(CAST(CAST(ts AS DECIMAL(38, 9)) * 1000000 AS BIGINT)) AT TIME ZONE 'UTC' AS TIMESTAMPTZ)"
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def to_timestamp_ltz(n: exp.Expression, precision: exp.Expression | None = None)
     if p is None or not 0 <= p <= 9:
         return _refuse("TO_TIMESTAMP_LTZ takes the precision as a whole number from 0 to 9 (0: epoch seconds, "
                        "3: epoch milliseconds)", [precision])
-    micros = _mul(n, _num(10 ** (6 - p))) if p <= 6 else _div(n, _num(10 ** (p - 6)))
+    exact = _cast(n, "DECIMAL(38, 9)")  # no INT overflow, and fractional epochs keep their fraction
+    micros = _mul(exact, _num(10 ** (6 - p))) if p <= 6 else _div(exact, _num(10 ** (p - 6)))
     # The UTC wall clock of the instant, then read as UTC (AT TIME ZONE: DuckDB's timezone('UTC', ts)).
     utc = exp.AtTimeZone(this=exp.UnixToTime(this=_cast(micros, "BIGINT"), scale=exp.UnixToTime.MICROS),
                          zone=exp.Literal.string("UTC"))

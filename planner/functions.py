@@ -31,7 +31,7 @@ from ..grammar import Diagnostic, SqlError
 from ..grammar.diagnostics import did_you_mean
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import format_timestamp
-from .bind.time_zone import lower_zoned_cast
+from .bind.time_zone import LOCAL_TIME_CALLS, lower_local_time, lower_zoned_cast
 from .timeutil import node_span
 
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
@@ -49,7 +49,7 @@ SCALAR_FUNCTIONS = sorted({
     "LEFT", "RIGHT", "REGEXP_EXTRACT", "REGEXP_REPLACE", "SPLIT_INDEX", "MD5",
     # date and time
     "EXTRACT", "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE",
-    "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
+    "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "NOW", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
     "TIMESTAMPDIFF",
 })
 
@@ -169,7 +169,8 @@ def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     return None
 
 
-_LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower_cast, exp.TryCast: _lower_cast}
+_LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower_cast, exp.TryCast: _lower_cast,
+              **{cls: lower_local_time for cls in LOCAL_TIME_CALLS}}
 
 
 def lower_functions(tree: exp.Expression) -> exp.Expression:

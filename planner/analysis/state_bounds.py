@@ -74,7 +74,8 @@ def state_bound(node: L.Node) -> str | None:
         late = f" + allowed lateness {duration(node.emit.lateness_us)}" if node.emit.lateness_us else ""
         if node.window.kind == "SESSION":
             return f"open sessions until the watermark passes their end{late}"
-        return f"panes of open windows, until the watermark passes the window's end{late}"
+        passes = "the clock" if node.proctime else "the watermark"
+        return f"panes of open windows, until {passes} passes the window's end{late}"
     if isinstance(node, L.WindowTVF) and node.window.kind == "SESSION":
         return "open sessions until the watermark passes their end"
     if isinstance(node, TopN):

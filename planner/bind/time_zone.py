@@ -67,13 +67,52 @@ def binding_zone(zone: str):
         _BINDING_ZONE.reset(token)
 
 
+# Calls whose result is read in local time: date and time parts, FLOOR/CEIL TO a unit, and the clock.
+_LOCAL_PARTS = (exp.Year, exp.Quarter, exp.Month, exp.WeekOfYear, exp.DayOfMonth, exp.DayOfYear, exp.Hour,
+                exp.Minute, exp.Second)
+LOCAL_TIME_CALLS = (exp.TimestampTrunc, exp.CurrentDate, exp.Localtimestamp, *_LOCAL_PARTS)
+_ZONED = (exp.Cast, *LOCAL_TIME_CALLS)
+
+
 def attach_zone(tree: exp.Expression) -> exp.Expression:
-    """Mark the casts of a bound tree with the session zone, for :func:`lower_zoned_cast` (types are
-    known only when it is lowered). A computed column, bound without a session, is marked UTC."""
+    """Mark the casts and local-time calls of a bound tree with the session zone, for
+    :func:`lower_zoned_cast` and :func:`lower_local_time` (types are known only when it is lowered).
+    A computed column, bound without a session, is marked UTC."""
     zone = exp.Literal.string(_BINDING_ZONE.get())
-    for cast in tree.find_all(exp.Cast):
-        cast.set("zone", zone.copy())
+    for node in tree.find_all(*_ZONED):
+        node.set("zone", zone.copy())
     return tree
+
+
+def _in_zone(node: exp.Expression, x: exp.Expression) -> exp.Expression:
+    """``timezone(zone, x)``: an instant's local wall clock, or a local wall clock's instant (DuckDB's ICU)."""
+    zone = node.args.get("zone") or exp.Literal.string(DEFAULT_ZONE)
+    return exp.Anonymous(this="timezone", expressions=[zone.copy(), x])
+
+
+def lower_local_time(node: exp.Expression) -> exp.Expression | None:
+    """A local-time call in the session zone; None when ``node`` needs no rewrite.
+
+    ``HOUR(ltz)``, ``EXTRACT(DAY FROM ltz)`` read the local wall clock;
+    ``FLOOR(ltz TO DAY)`` truncates it to local midnight and stays an instant;
+    ``LOCALTIMESTAMP`` and ``CURRENT_DATE`` are the clock in the session zone::
+
+        zone 'Asia/Shanghai', x = 2024-01-01 20:00:00 UTC
+        HOUR(x) = 4        FLOOR(x TO DAY) = 2024-01-01 16:00:00 UTC (local midnight of 2024-01-02)
+    """
+    if isinstance(node, exp.CurrentDate):
+        return exp.Cast(this=_in_zone(node, exp.CurrentTimestamp()), to=exp.DataType.build("DATE"))
+    if isinstance(node, exp.Localtimestamp):
+        return _in_zone(node, exp.CurrentTimestamp())
+    arg = node.this
+    if arg is None or arg.type is None or arg.type.this not in _TZ:
+        return None
+    new = node.copy()
+    new.set("zone", None)
+    new.set("this", _in_zone(node, arg.copy()))
+    if isinstance(node, exp.TimestampTrunc):  # the local truncation, back to an instant
+        return _in_zone(node, new)
+    return new
 
 
 _TZ = (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ)
@@ -91,21 +130,30 @@ def lower_zoned_cast(node: exp.Cast, format_local) -> exp.Expression | None:
         CAST(x AS TIMESTAMP)        2024-01-01 23:00:00
         CAST(x AS STRING)           '2024-01-01 23:00:00.000'
         CAST('2024-01-01 23:00:00' AS TIMESTAMP_LTZ(3))   = x
+        CAST(x AS BIGINT)           1704121200 (epoch seconds, any zone)
+        CAST(1704121200 AS TIMESTAMP_LTZ(3))              = x
     """
     source, target = node.this.type, node.to
     if source is None:
         return None
-    zone = node.args.get("zone") or exp.Literal.string(DEFAULT_ZONE)
 
     def local(x: exp.Expression) -> exp.Expression:
-        return exp.Anonymous(this="timezone", expressions=[zone.copy(), x])
+        return _in_zone(node, x)
 
     if source.this in _TZ and not target.is_type(*_TZ):
         if target.is_type(*exp.DataType.TEXT_TYPES):
             return format_local(local(node.this.copy()))
         if target.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATE):
             return exp.Cast(this=local(node.this.copy()), to=target.copy())
+        if target.is_type(*exp.DataType.NUMERIC_TYPES):  # epoch seconds (whole ones truncated, as Flink)
+            seconds = exp.Div(this=exp.Cast(this=exp.Anonymous(this="epoch_ms", expressions=[node.this.copy()]),
+                                            to=exp.DataType.build("DOUBLE")), expression=exp.Literal.number(1000))
+            if target.is_type(*exp.DataType.INTEGER_TYPES):
+                seconds = exp.Trunc(this=seconds)
+            return exp.Cast(this=seconds, to=target.copy())
         return None
+    if target.is_type(*_TZ) and source.is_type(*exp.DataType.NUMERIC_TYPES):  # epoch seconds
+        return exp.UnixToTime(this=node.this.copy())
     if target.is_type(*_TZ) and source.is_type(*_NAIVE):
         naive = node.this.copy() if source.is_type(exp.DataType.Type.TIMESTAMP) else \
             exp.Cast(this=node.this.copy(), to=exp.DataType.build("TIMESTAMP"))

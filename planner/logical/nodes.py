@@ -300,7 +300,7 @@ class WindowTVF(Unary):
                 watermark=self.input.watermark)
 
     def label(self) -> str:
-        return f"WindowTVF({self.window.describe()})"
+        return f"WindowTVF({self.window.describe()}{', processing time' if self.proctime else ''})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -324,9 +324,14 @@ class WindowAggregate(Unary):
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
-        proctime = self.input.schema.find(self.window.time_col).proctime
-        _derive(self, schema=Schema(window_fields(proctime, self.window.ltz) + _group_fields(self.input, self.keys, self.aggs)),
+        _derive(self, schema=Schema(window_fields(self.proctime, self.window.ltz) + _group_fields(self.input, self.keys, self.aggs)),
                 changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
+
+    @property
+    def proctime(self) -> bool:
+        """Windows on processing time: they close as the engine's clock passes their end."""
+        time_col = self.input.schema.find(self.window.time_col)
+        return time_col is not None and time_col.proctime
 
     def label(self) -> str:
         keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
@@ -334,6 +339,8 @@ class WindowAggregate(Unary):
         window = self.window.describe()
         if self.attached is not None:
             window = f"{self.attached.describe()} attached by {self.attached_start} and window_end"
+        if self.proctime:
+            window += ", processing time"
         return f"WindowAggregate({window}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
 
 
