@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pyarrow as pa
@@ -340,3 +341,26 @@ def test_hop_and_cumulate_on_processing_time():
     assert sorted((r["window_start"], r["window_end"], r["n"]) for r in cumulate.snapshot().to_pylist()) == [
         (at(0), at(10), 2), (at(0), at(20), 3), (at(0), at(30), 4), (at(30), at(40), 1), (at(30), at(50), 1),
         (at(30), at(60), 1)]
+
+
+def test_the_server_keeps_a_session_zone_per_connection(tmp_path):
+    psycopg = pytest.importorskip("psycopg")
+    from server_helpers import DsmsServer
+
+    query = "SELECT k, last_ts, CAST(last_ts AS STRING) AS s FROM latest"
+    with DsmsServer(str(tmp_path)) as server, psycopg.connect(server.url(), autocommit=True) as shanghai, \
+            psycopg.connect(server.url(), autocommit=True) as other:
+        shanghai.execute("CREATE STREAM e (k VARCHAR, ts TIMESTAMP_LTZ(3)) WITH (connector = 'memory')")
+        shanghai.execute("CREATE MATERIALIZED VIEW latest AS SELECT k, MAX(ts) AS last_ts FROM e GROUP BY k")
+        shanghai.execute("INSERT INTO e VALUES ('a', TO_TIMESTAMP_LTZ(1500, 3))")
+        shanghai.execute("SET 'table.local-time-zone' = 'Asia/Shanghai'")
+        assert shanghai.info.timezone == ZoneInfo("Asia/Shanghai")  # reported to the driver (ParameterStatus)
+        (k, t, s), = shanghai.execute(query).fetchall()
+        assert s == "1970-01-01 08:00:01.500" and t.utcoffset() == dt.timedelta(hours=8)
+        assert t == dt.datetime(1970, 1, 1, 0, 0, 1, 500000, tzinfo=UTC)
+        (k, t, s), = other.execute(query).fetchall()  # still UTC: the SET was the other connection's
+        assert s == "1970-01-01 00:00:01.500" and t.utcoffset() == dt.timedelta(0)
+        other.adapters.register_loader("timestamptz", psycopg.types.string.TextLoader)  # the text on the wire
+        other.execute("SET TIME ZONE 'Asia/Kolkata'")  # PostgreSQL's spelling sets the session zone too
+        (k, t, s), = other.execute(query).fetchall()
+        assert (s, t) == ("1970-01-01 05:30:01.500", "1970-01-01 05:30:01.5+05:30")

@@ -48,6 +48,11 @@ def check_zone(name: str) -> str:
                                                       "; use a zone name such as 'UTC' or 'Asia/Shanghai'"))
 
 
+def is_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone (``Asia/Shanghai``, ``UTC``)."""
+    return name in _zone_names()
+
+
 def session_zone(settings: dict[str, str]) -> str:
     return settings.get(ZONE_SETTING, DEFAULT_ZONE)
 
