@@ -162,8 +162,37 @@ def lower_zoned_cast(node: exp.Cast, format_local) -> exp.Expression | None:
     if target.is_type(*_TZ) and source.is_type(*_NAIVE):
         naive = node.this.copy() if source.is_type(exp.DataType.Type.TIMESTAMP) else \
             exp.Cast(this=node.this.copy(), to=exp.DataType.build("TIMESTAMP"))
-        return local(naive)
+        return instant_of_local(node, naive)
     return None
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def instant_of_local(node: exp.Expression, local: exp.Expression) -> exp.Expression:
+    """The instant of a local wall-clock time in the session zone, chosen as Flink (``java.time``) chooses.
+
+    In the spring gap the time moves forward by the gap (02:30 in New York on
+    2024-03-10 is 03:30 EDT), as ICU does too. In the autumn overlap Flink takes
+    the earlier instant (01:30 on 2024-11-03 is 01:30 EDT, 05:30 UTC) where
+    ICU takes the later (EST): so the instant read with the offset in force six
+    hours before is taken when it shows the same wall clock and is earlier::
+
+        a = timezone(zone, local)                               (ICU)
+        e = local - offset(a - 6 h)                             (the earlier offset)
+        e if wall(e) = local and e < a else a
+    """
+    def us(x: exp.Expression) -> exp.Expression:
+        return _fn("epoch_us", x)
+
+    later = _in_zone(node, local.copy())
+    before = exp.Sub(this=later.copy(), expression=exp.Interval(this=exp.Literal.string("6"), unit=exp.Var(this="HOUR")))
+    offset_before = exp.Sub(this=us(_in_zone(node, before)), expression=us(before.copy()))
+    earlier = _fn("make_timestamptz", exp.Sub(this=us(local.copy()), expression=exp.Paren(this=offset_before)))
+    same_wall = exp.EQ(this=us(_in_zone(node, earlier.copy())), expression=us(local.copy()))
+    is_earlier = exp.LT(this=earlier.copy(), expression=later.copy())
+    return exp.Case().when(exp.and_(same_wall, is_earlier), earlier, copy=False).else_(later, copy=False)
 
 
 def fixed_offset_us(zone: str) -> int | None:
