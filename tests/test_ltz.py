@@ -384,3 +384,14 @@ def test_the_server_keeps_a_session_zone_per_connection(tmp_path):
         other.execute("SET TIME ZONE 'Asia/Kolkata'")  # PostgreSQL's spelling sets the session zone too
         (k, t, s), = other.execute(query).fetchall()
         assert (s, t) == ("1970-01-01 05:30:01.500", "1970-01-01 05:30:01.5+05:30")
+
+
+@pytest.mark.parametrize("select", ["k, ts", "k, CAST(ts AS STRING) AS s", "k, LOCALTIMESTAMP AS lt"])
+def test_the_spark_route_refuses_the_session_zone_with_a_reason(select, tmp_path):
+    (tmp_path / "s.jsonl").write_text("")
+    engine = engine_in("Asia/Shanghai", DDL.replace("connector = 'memory'",
+                                                    f"connector = 'file', path = '{tmp_path}/s.jsonl', format = 'json'"))
+    engine.execute("SET 'engine' = 'spark'")
+    with pytest.raises(dsms.DsmsError, match="spark route cannot compute in the session time zone .*: the session "
+                                             "time zone .* the duckdb route"):
+        engine.execute(f"EXPLAIN SELECT {select} FROM s")
