@@ -52,9 +52,9 @@ from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
+from .planner.bind.time_zone import session_zone
 from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.bind.time_zone import session_zone
 from .pull import pulled_views, run_pull
 from .queries import Queries, RunningQuery, Subscription
 from .query import QueryHandle, QueryStatus, Result, in_zone

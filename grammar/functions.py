@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from sqlglot import exp, parser
 
+from .ltz_functions import to_timestamp_ltz
 from .sqlbuild import (
     DT,
     _add,
@@ -54,7 +55,6 @@ from .sqlbuild import (
     _str_literal,
     _sub,
 )
-from .ltz_functions import to_timestamp_ltz
 from .time_functions import (
     _date_format,
     _extract_fn,

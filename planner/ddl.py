@@ -16,7 +16,7 @@ from .bind.expressions import Scope, bind_scalar, infer_type
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
 from .timeutil import interval_micros, node_span
-from .types import TIMESTAMP, TIMESTAMP_LTZ, Field, Schema, parse_type
+from .types import TIMESTAMP_LTZ, Field, Schema, parse_type
 
 
 def check_options(options: dict, role: str, stmt, schema: Schema | None = None) -> ConnectorDescriptor:

@@ -9,7 +9,6 @@ import pyarrow as pa
 
 from ..planner.physical.specs import BATCH
 
-
 _INSTANT = pa.timestamp("us", tz="UTC")
 
 

@@ -114,7 +114,8 @@ def test_to_timestamp_ltz_and_casts_by_hand():
         CAST('2024-01-01 23:00:00.250' AS TIMESTAMP_LTZ(3)) AS from_text,
         CAST(TO_TIMESTAMP_LTZ(1704121200, 0) AS TIMESTAMP(3)) AS to_local,
         CAST(TO_TIMESTAMP_LTZ(1704121200, 0) AS DATE) AS to_date, HOUR(TO_TIMESTAMP_LTZ(1704121200, 0)) AS h,
-        FLOOR(TO_TIMESTAMP_LTZ(1704121200, 0) TO DAY) AS day_start""")
+        FLOOR(TO_TIMESTAMP_LTZ(1704121200, 0) TO DAY) AS day_start,
+        CAST(CAST(TO_TIMESTAMP_LTZ(1704121200, 0) AS TIMESTAMP(3)) AS TIMESTAMP_LTZ(3)) AS round_trip""")
     r = naive(got).to_pylist()[0]
     instant = dt.datetime(2024, 1, 1, 15, 0)  # 1704121200 = 2024-01-01 15:00 UTC = 23:00 in Shanghai
     assert r == {"s0": "2024-01-01 23:00:00.000", "s3": "2024-01-01 23:00:00.123",
@@ -122,7 +123,7 @@ def test_to_timestamp_ltz_and_casts_by_hand():
                  "frac": dt.datetime(1970, 1, 1, 0, 0, 1, 500000), "secs": 1704121200, "from_secs": instant,
                  "from_local": instant, "from_text": instant + dt.timedelta(milliseconds=250),
                  "to_local": dt.datetime(2024, 1, 1, 23, 0), "to_date": dt.date(2024, 1, 1), "h": 23,
-                 "day_start": dt.datetime(2023, 12, 31, 16, 0)}
+                 "day_start": dt.datetime(2023, 12, 31, 16, 0), "round_trip": instant}
     # Results show instants in the session zone (as Flink prints them).
     assert got.column("from_secs").type == pa.timestamp("us", tz="Asia/Shanghai")
     assert got.column("from_secs")[0].as_py().isoformat() == "2024-01-01T23:00:00+08:00"

@@ -44,8 +44,8 @@ from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
-from .time_zone import binding_zone, session_zone
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .time_zone import binding_zone, session_zone
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:

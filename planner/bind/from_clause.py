@@ -14,8 +14,8 @@ from ..logical.late import LateScan
 from ..timeutil import interval_micros, node_span
 from ..types import Field, Schema, is_numeric
 from .context import BindContext
-from .time_zone import in_session_zone
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
+from .time_zone import in_session_zone
 
 
 def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:

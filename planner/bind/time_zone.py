@@ -111,6 +111,7 @@ def lower_local_time(node: exp.Expression) -> exp.Expression | None:
         return _in_zone(node, exp.CurrentTimestamp())
     arg = node.this
     if arg is None or arg.type is None or arg.type.this not in _TZ:
+        node.set("zone", None)  # not an instant: no rewrite, and no mark left for the SQL generator to print
         return None
     new = node.copy()
     new.set("zone", None)
@@ -186,6 +187,7 @@ def instant_of_local(node: exp.Expression, local: exp.Expression) -> exp.Express
     def us(x: exp.Expression) -> exp.Expression:
         return _fn("epoch_us", x)
 
+    local = exp.Cast(this=local.copy(), to=exp.DataType.build("TIMESTAMP"))  # microseconds (not TIMESTAMP(3))
     later = _in_zone(node, local.copy())
     before = exp.Sub(this=later.copy(), expression=exp.Interval(this=exp.Literal.string("6"), unit=exp.Var(this="HOUR")))
     offset_before = exp.Sub(this=us(_in_zone(node, before)), expression=us(before.copy()))
