@@ -17,7 +17,16 @@ windows, and get results that keep updating as events arrive::
 from __future__ import annotations
 
 from .engine import Engine
-from .errors import DsmsError, EvaluationError, SinkError, SourceError, SqlError, SqlSyntaxError, UnsupportedPlan
+from .errors import (
+    BackpressureError,
+    DsmsError,
+    EvaluationError,
+    SinkError,
+    SourceError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedPlan,
+)
 from .queries import Subscription
 from .query import QueryHandle, Result
 from .runtime.clock import SystemClock, VirtualClock
@@ -55,5 +64,5 @@ def plan(sql: str, catalog):
     return plan_query(query, catalog, stmt.source)
 
 
-__all__ = ["DsmsError", "Engine", "EvaluationError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
+__all__ = ["BackpressureError", "DsmsError", "Engine", "EvaluationError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
            "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "__version__"]

@@ -27,10 +27,12 @@ import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
 from .engine_state import EngineState
+from .flow import admit
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
     CreateSource,
+    CreateTableAs,
     CreateView,
     Describe,
     Diagnostic,
@@ -44,11 +46,13 @@ from .grammar import (
     Show,
     SqlError,
     Statement,
+    StatementSet,
     parse_script,
     parse_statement,
 )
 from .grammar.diagnostics import did_you_mean
-from .inserts import as_deleted, as_inserted, insert_rows, memory_source
+from .insert_jobs import InsertJobs, scanned_sources
+from .inserts import as_deleted, as_inserted, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
@@ -92,6 +96,7 @@ class Engine(EngineState):
             self.scheduler.batch_rows = batch_rows
         self._ids = itertools.count(1)
         self.queries = Queries(self)
+        self.inserts = InsertJobs(self)  # continuous INSERT INTO, statement sets, CREATE TABLE AS
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
         self._replaying: dict | None = None  # the saved object being recreated
         self._in_session = False  # execute_in_session: SET is the client's, not saved
@@ -169,11 +174,14 @@ class Engine(EngineState):
         return self.session.explain(planned, self.catalog.settings)
 
     def declare(self, sql: str | Statement) -> None:
-        """Add a materialized view to the catalog without running its query (``dsms explain`` plans
-        the statements after it against it)."""
+        """Add a materialized view (or a CREATE TABLE … AS table) to the catalog without running its query
+        (``dsms explain`` plans the statements after it against it)."""
         stmt = parse_statement(sql) if isinstance(sql, str) else sql
+        if isinstance(stmt, CreateTableAs):  # the table, without the insert that would fill it
+            self.inserts.declare(stmt, self.base_dir or os.getcwd())
+            return
         if not isinstance(stmt, CreateMaterializedView):
-            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW statement")
+            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW or CREATE TABLE … AS statement")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         self.catalog.add(bind_create_mv(stmt, planned.schema), name=stmt.name, source=stmt.source)
 
@@ -225,6 +233,7 @@ class Engine(EngineState):
         source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
+        admit(self, log, source.name)  # backpressure: the queries reading it catch up first
         with self._lock:
             log.append(as_inserted(source, table))
         return table.num_rows
@@ -395,11 +404,13 @@ class Engine(EngineState):
         return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
-        source = memory_source(self.catalog, stmt.target.value, stmt)
-        log = self.scheduler.memory_log(source)
-        table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(as_inserted(source, table), tag=self.script_tag)
-        return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
+        return self.inserts.insert(stmt, base)
+
+    def _do_StatementSet(self, stmt: StatementSet, base: str) -> Result:
+        return self.inserts.statement_set(stmt, base)
+
+    def _do_CreateTableAs(self, stmt: CreateTableAs, base: str) -> Result:
+        return self.inserts.create_table_as(stmt, base)
 
     def _do_Flush(self, stmt, base: str) -> Result:
         self.flush()
@@ -418,6 +429,9 @@ class Engine(EngineState):
 
     def _do_Explain(self, stmt: Explain, base: str) -> Result:
         inner = stmt.statement
+        if isinstance(inner, (Insert, StatementSet)):
+            text = self.inserts.explain(inner, base)
+            return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
         query = getattr(inner, "query", None)
         if query is None:
             raise SqlError(Diagnostic("EXPLAIN takes a query or a CREATE SINK / VIEW / MATERIALIZED VIEW",
@@ -440,8 +454,10 @@ class Engine(EngineState):
                 if stmt.if_exists:
                     return Result("ok", f"query {name} does not exist")
                 self.queries.get(stmt.name, stmt.source)
-            if query.kind == "query":
+            if query.kind in ("query", "insert", "statement set"):
                 self.queries.drop(query.id)
+                if query.kind != "query":
+                    self.inserts.dropped(query.id)
                 return Result("ok", f"Dropped query {query.id}")
             # A sink or materialized view is its query: dropping the query drops the object.
             return self._drop_object(self.catalog.get(query.id), stmt)
@@ -454,9 +470,10 @@ class Engine(EngineState):
 
     def _drop_object(self, obj, stmt: Drop) -> Result:
         check_unread(self.catalog, obj, stmt, "drop")
-        if obj.object_kind in ("stream", "table"):  # a running SELECT was planned with it too
-            readers = [q.id for q in self.queries.running.values()
-                       if q.kind == "query" and not q.job.done and obj.name.lower() in _scanned(q.planned.optimized)]
+        self.inserts.check_unwritten(obj, stmt)
+        if obj.object_kind in ("stream", "table"):  # a running SELECT (or INSERT) was planned with it too
+            readers = [q.id for q in self.queries.running.values() if q.kind == "query" and not q.job.done
+                       and obj.name.lower() in scanned_sources(q.planned.optimized)] + self.inserts.readers_of(obj.name)
             if readers:
                 raise SqlError(Diagnostic(
                     f"cannot drop {obj.object_kind} '{obj.name}': " + ", ".join(f"query '{r}'" for r in readers)
@@ -488,10 +505,3 @@ class Engine(EngineState):
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
 
-
-def _scanned(node) -> set[str]:
-    """The (lower-case) names of the streams and tables a plan reads."""
-    names = {node.source.name.lower()} if hasattr(node, "source") and hasattr(node.source, "kind") else set()
-    for child in node.inputs:
-        names |= _scanned(child)
-    return names

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .flow import apply_settings
 from .grammar import DsmsError, ResetOption, SetOption, Statement, parse_statement
 from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
 from .queries import rows_table
@@ -36,6 +37,7 @@ class EngineState:
         if key == "batch.size":
             self.scheduler.batch_rows = self.batch_rows or int(value)  # for queries started from now on
         self.catalog.settings[key] = value
+        apply_settings(self)
         if save:
             self._save_settings()
 
@@ -48,6 +50,7 @@ class EngineState:
             self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
         else:
             self.catalog.settings.pop(stmt.key, None)
+        apply_settings(self)
         self._save_settings()
         return Result("ok", "Reset")
 
@@ -72,6 +75,7 @@ class EngineState:
             self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
         if self.batch_rows:
             self.scheduler.batch_rows = self.batch_rows
+        apply_settings(self)
         for obj in self.catalog.of_kind("stream", "table"):
             if isinstance(obj, SourceDef) and obj.descriptor.insertable:
                 self.scheduler.memory_log(obj)  # what was inserted is back before anything runs

@@ -30,11 +30,15 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
         return SqlError(Diagnostic(message, stmt.span, stmt.source, help=help))
 
     descriptor = _connector_of(options, role, error)
-    allowed = descriptor.options_for(role)
+    if role == "table":  # as in Flink, a declared table is read, written (INSERT INTO) or both
+        role = "source" if descriptor.source or descriptor.lookup else "sink"
+        allowed = descriptor.options_for(role) + (descriptor.options_for("sink") if descriptor.sink else ())
+    else:
+        allowed = descriptor.options_for(role)
     for key, value in options.items():
         if key != "connector":
             _check_option(descriptor, allowed, role, key, value, error)
-    for option in allowed:
+    for option in descriptor.options_for(role):
         if option.required and option.name not in options:
             raise error(f"the {descriptor.name} connector needs '{option.name}'",
                         help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
@@ -48,15 +52,15 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
 
 def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
     """The descriptor ``connector = '...'`` names, if it can play ``role``."""
-    what = "a source" if role == "source" else "a sink"
+    what = {"source": "a source", "sink": "a sink", "table": "a stream or table"}[role]
     name = options.get("connector")
     if name is None:
         raise error(f"{what} needs a connector",
-                    help=f"add WITH (connector = '{' | '.join(connector_names(role))}', ...)")
+                    help=f"add WITH (connector = '{' | '.join(connector_names(None if role == 'table' else role))}', ...)")
     descriptor = find(name)
     if descriptor is None:
         raise error(f"unknown connector '{name}'", help=did_you_mean(name, connector_names()))
-    if role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
+    if role != "table" and role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
         can = [n for d in connectors() if role in d.kinds for n in d.names]
         raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
                     help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
@@ -64,7 +68,8 @@ def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
 
 
 def _check_option(descriptor: ConnectorDescriptor, allowed, role: str, key: str, value: str, error) -> None:
-    option = next((o for o in allowed if o.name == key), None) or \
+    named = [o for o in allowed if o.name == key]  # a table's 'format' may be its source's or its sink's
+    option = next((o for o in named if o.check(value) is None), named[0] if named else None) or \
         next((o for o in allowed if o.is_pattern and o.matches(key)), None)
     if option is None:
         if descriptor.option(key) is not None:
@@ -116,15 +121,24 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
 
     options = dict(stmt.options)
     physical_schema = Schema(tuple(fields[: len(physical)]))
-    descriptor = check_options(options, "source", stmt, physical_schema)
+    descriptor = check_options(options, "table", stmt, physical_schema)
     fmt = descriptor.format(options.get("format") or options.get("value.format"))
+    if not (descriptor.source or descriptor.lookup):  # a table that is only written (INSERT INTO): no reading rules
+        return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
+                         computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
+                         base_dir=base_dir, ddl=stmt.text)
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
-    if kind == "stream" and fmt is not None and fmt.changelog:
+    if kind == "stream" and fmt is not None and fmt.changelog and fmt.source:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
+    if str(options.get("format", "")).lower() == "raw" and (
+            len(physical_schema) != 1 or not pa.types.is_string(physical_schema.fields[0].type)):
+        raise SqlError(Diagnostic("format 'raw' reads each line into one STRING column", stmt.span, src,
+                                  help="declare one column, e.g. (line STRING), and take it apart with "
+                                       "JSON_VALUE(line, '$.field')"))
     if kind == "stream" and not descriptor.streams:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads a table by its PRIMARY KEY, so it needs a "
                                   "TABLE with that key", stmt.span, src,

@@ -45,6 +45,7 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .sort import bind_order_limit
 from .time_zone import binding_zone, session_zone
 
 
@@ -127,10 +128,6 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     with_ = select.args.get("with_")
     if with_ is not None:
         _bind_ctes(with_, ctx)
-    for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
-        if select.args.get(clause) is not None:
-            raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
-                            help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
     cql = cql_window_of(select)
     if cql is not None and cql.args["kind"] == "ROWS":
@@ -162,7 +159,8 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
     node = bind_emit_clause(node, select.args.get("emit"), ctx)
-    return as_relation(node, slide) if slide is not None else node
+    node = as_relation(node, slide) if slide is not None else node
+    return bind_order_limit(node, select, ctx)
 
 
 

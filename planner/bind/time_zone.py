@@ -18,7 +18,7 @@ from functools import lru_cache
 from sqlglot import exp
 
 from ...grammar.diagnostics import did_you_mean
-from ..logical.nodes import WindowSpec
+from ..windows import WindowSpec
 
 ZONE_SETTING = "table.local-time-zone"
 DEFAULT_ZONE = "UTC"
@@ -228,7 +228,7 @@ def in_session_zone(spec: WindowSpec, settings: dict[str, str], error) -> Window
         = [2024-01-01 16:00, 2024-01-02 16:00) UTC
     """
     zone = session_zone(settings)
-    if spec.kind == "SESSION":
+    if spec.type.merging:
         raise error("SESSION windows over a TIMESTAMP_LTZ column are not supported",
                     "use TUMBLE, HOP or CUMULATE, or a SESSION window over a TIMESTAMP(3) rowtime")
     shift = fixed_offset_us(zone)

@@ -16,10 +16,10 @@ def _bounded(options) -> bool:
 DESCRIPTOR = ConnectorDescriptor(
     name="file",
     aliases=("filesystem",),
-    help="local files: a file, a directory of files or a glob; JSON lines, CSV, Parquet",
+    help="local files: a file, a directory of files or a glob; JSON lines, CSV, Parquet, raw lines",
     module="dsms.runtime.connectors.filesystem",
     source=True, sink=True, tables=True,
-    formats=(Format("json"), Format("csv"), Format("parquet"),
+    formats=(Format("json"), Format("csv"), Format("parquet"), Format("raw", sink=False),
              Format("debezium-json", changelog=True), Format("changelog-json", source=False, changelog=True)),
     options=(
         Option("path", required=True, help="a file, a directory (sinks: ending in '/') or (sources) a glob"),

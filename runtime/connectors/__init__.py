@@ -31,6 +31,7 @@ from .files import FileSet
 from .json_source import JsonCodec
 from .line_source import LineSource
 from .parquet_source import ParquetSource
+from .raw_source import RawCodec
 
 SOURCE_FORMATS = FILE.format_names("source")
 SINK_FORMATS = FILE.format_names("sink")
@@ -106,6 +107,8 @@ def _plain_reader(req: ReadRequest, fmt: str, files: FileSet, options: dict, wat
         return ParquetSource(req, files, watch=watch, skip=skip, dead_letter=dead_letter)
     if fmt == "json":
         codec = JsonCodec(req.schema, req.not_null)
+    elif fmt == "raw":
+        codec = RawCodec(req.name, req.schema, req.not_null)
     else:
         codec = CsvCodec(req.name, req.schema, req.not_null, _delimiter(options, req.name))
     return LineSource(req, files, codec, watch=watch, skip=skip, dead_letter=dead_letter)

@@ -91,3 +91,6 @@ SELECT
   "bidder",
   "n"
 FROM "n4"
+ORDER BY
+  "window_end",
+  "window_start"

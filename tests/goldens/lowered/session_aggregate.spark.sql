@@ -113,3 +113,6 @@ SELECT
   `bidder`,
   `n`
 FROM `n6`
+ORDER BY
+  `window_end` NULLS LAST,
+  `window_start` NULLS LAST

@@ -73,3 +73,5 @@ SELECT
   "n",
   "top"
 FROM "n4"
+ORDER BY
+  "window_start"

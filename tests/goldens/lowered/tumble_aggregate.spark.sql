@@ -96,3 +96,5 @@ SELECT
   `n`,
   `top`
 FROM `n6`
+ORDER BY
+  `window_start` NULLS LAST

@@ -96,3 +96,5 @@ SELECT
   "auction",
   "n"
 FROM "n6"
+ORDER BY
+  "window_start"

@@ -118,3 +118,5 @@ SELECT
   `auction`,
   `n`
 FROM `n8`
+ORDER BY
+  `window_start` NULLS LAST
