@@ -396,3 +396,19 @@ def test_the_spark_route_refuses_the_session_zone_with_a_reason(select, tmp_path
     with pytest.raises(dsms.DsmsError, match="spark route cannot compute in the session time zone .*: the session "
                                              "time zone .* the duckdb route"):
         engine.execute(f"EXPLAIN SELECT {select} FROM s")
+
+
+def test_dsms_run_prints_local_time_and_the_print_sink_the_instant(tmp_path, capsys, monkeypatch):
+    from dsms.cli import main
+
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "ts": "2024-01-01 00:00:00Z"}\n')
+    (tmp_path / "s.sql").write_text("""SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE STREAM e (id INT, ts TIMESTAMP_LTZ(3)) WITH (connector = 'file', path = 'in.jsonl', format = 'json');
+SELECT id, ts, CAST(ts AS STRING) AS s FROM e;
+CREATE SINK p WITH (connector = 'print') AS SELECT id, ts FROM e;
+""")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "s.sql"]) == 0
+    out = capsys.readouterr().out
+    assert "| 2024-01-01 08:00:00.000 | 2024-01-01 08:00:00.000" in out  # shown in the session zone, as Flink's client
+    assert "+I[1, 2024-01-01 00:00:00.000Z]" in out  # a sink writes the instant (UTC, Z)
