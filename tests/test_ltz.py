@@ -412,3 +412,23 @@ CREATE SINK p WITH (connector = 'print') AS SELECT id, ts FROM e;
     out = capsys.readouterr().out
     assert "| 2024-01-01 08:00:00.000 | 2024-01-01 08:00:00.000" in out  # shown in the session zone, as Flink's client
     assert "+I[1, 2024-01-01 00:00:00.000Z]" in out  # a sink writes the instant (UTC, Z)
+
+
+def test_session_windows_over_timestamp_ltz_show_local_bounds():
+    engine = engine_in("Asia/Shanghai", DDL)
+    data = pa.table({"k": ["a", "b", "a", "a"], "v": pa.array([1, 8, 2, 4], pa.int64()), "ts": pa.array([
+        dt.datetime(2024, 3, 1, 15, 59, 50), dt.datetime(2024, 3, 1, 16, 0),  # a: one session across local midnight
+        dt.datetime(2024, 3, 1, 16, 0, 5), dt.datetime(2024, 3, 1, 16, 1)], LTZ)})
+    got = run(engine, """SELECT k, window_start, window_end, window_time, SUM(v) AS sv
+        FROM TABLE(SESSION(TABLE s PARTITION BY k, DESCRIPTOR(ts), INTERVAL '30' SECOND))
+        GROUP BY k, window_start, window_end, window_time""", data, max_batch=1)
+    plan = "\n".join(r["plan"] for r in engine.execute("EXPLAIN SELECT window_start, COUNT(*) AS n FROM TABLE(SESSION("
+                      "TABLE s, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY window_start, window_end").table.to_pylist())
+    assert "SESSION(ts, gap=30s, zone=Asia/Shanghai)" in plan
+    local = dt.datetime(2024, 3, 1, 23, 59, 50)
+    assert rows(naive(got)) == [
+        ("a", local, local + dt.timedelta(seconds=45), dt.datetime(2024, 3, 1, 16, 0, 34, 999000), 3),
+        ("a", local + dt.timedelta(seconds=70), local + dt.timedelta(seconds=100),
+         dt.datetime(2024, 3, 1, 16, 1, 29, 999000), 4),
+        ("b", local + dt.timedelta(seconds=10), local + dt.timedelta(seconds=40),
+         dt.datetime(2024, 3, 1, 16, 0, 29, 999000), 8)]

@@ -228,12 +228,11 @@ def in_session_zone(spec: WindowSpec, settings: dict[str, str], error) -> Window
         = [2024-01-01 16:00, 2024-01-02 16:00) UTC
     """
     zone = session_zone(settings)
-    if spec.type.merging:
-        raise error("SESSION windows over a TIMESTAMP_LTZ column are not supported",
-                    "use TUMBLE, HOP or CUMULATE, or a SESSION window over a TIMESTAMP(3) rowtime")
     shift = fixed_offset_us(zone)
     if shift is None:
         raise error(f"windows over a TIMESTAMP_LTZ column need a session time zone without daylight saving "
                     f"time, and '{zone}' has it",
                     f"SET '{ZONE_SETTING}' to a zone with a fixed offset, e.g. 'UTC' or 'Asia/Shanghai'")
+    if spec.type.merging:  # sessions are not aligned: only their bounds are shown in local time
+        return replace(spec, zone=zone, local_shift=shift)
     return replace(spec, offset=spec.offset - shift, zone=zone, local_shift=shift)

@@ -280,7 +280,8 @@ class WindowSpec:
         args = self.type.describe(self)
         if self.partition_by:
             args.append(f"partition by {', '.join(self.partition_by)}")
-        shown_offset = self.offset + self.local_shift  # as written (a session zone's shift is not the user's)
+        # as written: the session zone's shift, folded into the offset of aligned windows, is not the user's
+        shown_offset = self.offset + (0 if self.type.merging else self.local_shift)
         if shown_offset:
             args.append(f"offset={format_duration(shown_offset)}")
         if self.zone is not None:
