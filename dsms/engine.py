@@ -56,11 +56,12 @@ from .inserts import as_deleted, as_inserted, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
+from .planner.bind.time_zone import session_zone
 from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .pull import pulled_views, run_pull
 from .queries import Queries, RunningQuery, Subscription
-from .query import QueryHandle, QueryStatus, Result
+from .query import QueryHandle, QueryStatus, Result, in_zone
 from .runtime.convert import to_table
 from .runtime.memory import data_schema
 from .runtime.routes import engine_names
@@ -394,7 +395,7 @@ class Engine(EngineState):
         if views is not None:
             self.flush()  # read your writes: the views have taken in what was inserted before
             table = run_pull(stmt, self.catalog, views, lambda name: self.sink(name).snapshot())
-            return Result("rows", table=table)
+            return Result("rows", table=in_zone(table, session_zone(self.catalog.settings)))
         return self._start_query(stmt)
 
     def _start_query(self, stmt: QueryStatement) -> Result:

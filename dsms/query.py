@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
 
+from .planner.bind.time_zone import session_zone
 from .runtime.changelog import OP, op_names
 from .runtime.operators.base import MAX_WATERMARK, MIN_WATERMARK
 
@@ -21,6 +22,22 @@ def public_changes(table: pa.Table) -> pa.Table:
     ops = op_names(table)
     body = table.drop_columns([OP]) if OP in table.column_names else table
     return body.add_column(0, "op", ops)
+
+
+def in_zone(table: pa.Table, zone: str) -> pa.Table:
+    """``table`` with its TIMESTAMP_LTZ columns labelled with the session zone: the same instants,
+    shown (printed, read as Python or pandas values) in local time, as Flink shows them.
+
+    Example:
+        >>> t = pa.table({"ts": pa.array([0], pa.timestamp("us", tz="UTC"))})
+        >>> in_zone(t, "Asia/Shanghai").column("ts")[0].as_py().isoformat()
+        '1970-01-01T08:00:00+08:00'
+    """
+    fields = [pa.field(f.name, pa.timestamp(f.type.unit, tz=zone), f.nullable)
+              if pa.types.is_timestamp(f.type) and f.type.tz else f for f in table.schema]
+    if all(f.type == g.type for f, g in zip(fields, table.schema)):
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def job_stats(job: "Job", qid: str, kind: str) -> dict:
@@ -53,6 +70,7 @@ class QueryHandle:
         self.output = output
         self.changelog = changelog
         self.warnings = warnings  # what the planner warned about (e.g. unbounded join state)
+        self.zone = session_zone(engine.catalog.settings)  # TIMESTAMP_LTZ values are shown in it
 
     @property
     def schema(self) -> pa.Schema:
@@ -86,8 +104,8 @@ class QueryHandle:
         """The changes since the last poll (or iteration), with an ``op`` column."""
         batches = [public_changes(t) for t in self.output.drain()]
         if batches:
-            return pa.concat_tables(batches)
-        return public_changes(self.output.schema.empty_table())
+            return in_zone(pa.concat_tables(batches), self.zone)
+        return in_zone(public_changes(self.output.schema.empty_table()), self.zone)
 
     def changes(self) -> Iterator[pa.Table]:
         """Run the engine until it is idle and yield each batch of changes as it is produced.
@@ -97,19 +115,19 @@ class QueryHandle:
         """
         while True:
             for batch in self.output.drain():
-                yield public_changes(batch)
+                yield in_zone(public_changes(batch), self.zone)
             if self.job.error is not None:
                 raise self.job.error
             if self.job.done or not self.engine.step():
                 for batch in self.output.drain():
-                    yield public_changes(batch)
+                    yield in_zone(public_changes(batch), self.zone)
                 return
 
     __iter__ = changes
 
     def snapshot(self) -> pa.Table:
         """The current result: every row so far, or the changelog applied if it is updating."""
-        return self.output.snapshot()
+        return in_zone(self.output.snapshot(), self.zone)
 
     def keep_changes_only(self) -> None:
         """Keep no current result, only the changes not yet polled: for a reader of the changelog

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .grammar import Diagnostic, Span, SqlError
 from .grammar.diagnostics import did_you_mean
 from .planner.analysis.routing import parse_size
+from .planner.bind.time_zone import ZONE_SETTING, check_zone
 from .planner.catalog import DEFAULT_SETTINGS
 from .planner.timeutil import parse_duration
 from .runtime.routes import backfill_names, engine_names
@@ -49,3 +50,9 @@ def check_setting(key: str, value: str, span: Span | None = None, source: str | 
             parse_duration(value)
         except ValueError as e:
             raise SqlError(Diagnostic(str(e), span, source, help=f"e.g. SET '{key}' = '10 s'")) from None
+    if key == ZONE_SETTING:
+        try:
+            check_zone(value)
+        except ValueError as e:
+            raise SqlError(Diagnostic(str(e), span, source, help="an IANA zone name, e.g. SET "
+                                      f"'{ZONE_SETTING}' = 'Asia/Shanghai'")) from None

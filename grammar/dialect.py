@@ -108,7 +108,8 @@ class Dsms(Dialect):
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
-        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE}
+        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE,
+                    "LOCALTIMESTAMP": TokenType.LOCALTIMESTAMP}
 
     class Parser(parser.Parser):
         # SESSION is a keyword in the default tokenizer; let it name a function.
@@ -116,6 +117,7 @@ class Dsms(Dialect):
         ID_VAR_TOKENS = parser.Parser.ID_VAR_TOKENS | {TokenType.SESSION}
 
         FUNCTIONS = {**parser.Parser.FUNCTIONS, **FLINK_FUNCTIONS, **JSON_FUNCTIONS, **NESTED_FUNCTIONS}
+        NO_PAREN_FUNCTIONS = {**parser.Parser.NO_PAREN_FUNCTIONS, TokenType.LOCALTIMESTAMP: exp.Localtimestamp}
 
         def _parse_is(self, this):
             # s IS [NOT] JSON [VALUE|OBJECT|ARRAY|SCALAR], as DuckDB json calls (grammar/json_functions.py)

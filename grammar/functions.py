@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from sqlglot import exp, parser
 
+from .ltz_functions import to_timestamp_ltz
 from .sqlbuild import (
     DT,
     _add,
@@ -264,6 +265,8 @@ FLINK_FUNCTIONS: dict = {
     "DATE_FORMAT": _date_format,
     "FROM_UNIXTIME": _from_unixtime,
     "TO_TIMESTAMP": _to_timestamp,
+    "TO_TIMESTAMP_LTZ": to_timestamp_ltz,
+    "NOW": _arity("NOW", 0, 0, "()")(lambda: exp.CurrentTimestamp()),  # Flink: CURRENT_TIMESTAMP
     "TO_DATE": _to_date,
     "UNIX_TIMESTAMP": _unix_timestamp,
 }
@@ -302,4 +305,7 @@ FLINK_TYPES: dict = {
     **{cls: {"returns": DT.Type.BIGINT} for cls in (exp.DateDiff, exp.IntDiv)},
     exp.TimestampTrunc: _same_as("this"),
     exp.StrPosition: {"returns": DT.Type.INT},
+    # Flink: CURRENT_TIMESTAMP and NOW() are TIMESTAMP_LTZ(3) (an instant), LOCALTIMESTAMP a TIMESTAMP(3).
+    exp.CurrentTimestamp: {"returns": DT.Type.TIMESTAMPTZ},
+    exp.Localtimestamp: {"returns": DT.Type.TIMESTAMP},
 }

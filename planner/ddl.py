@@ -16,7 +16,7 @@ from .bind.expressions import Scope, bind_scalar, infer_type
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
 from .timeutil import interval_micros, node_span
-from .types import TIMESTAMP, Field, Schema, is_nested, parse_type, sql_name
+from .types import TIMESTAMP_LTZ, Field, Schema, is_nested, parse_type, sql_name
 
 
 def check_options(options: dict, role: str, stmt, schema: Schema | None = None) -> ConnectorDescriptor:
@@ -210,7 +210,7 @@ def _bind_computed(stmt: CreateSource, fields: list[Field]) -> list[tuple[str, e
             raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
         if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
             # A processing-time attribute: filled with the time each event arrives.
-            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
+            fields.append(Field(c.name.value, TIMESTAMP_LTZ, nullable=False, proctime=True))  # as Flink
             computed.append((c.name.value, c.expr))
             continue
         bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")

@@ -32,6 +32,7 @@ from ..grammar.diagnostics import did_you_mean
 from ..grammar.nested import struct_fields
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import FLOOR_CEIL_TO, floor_ceil_operand, format_timestamp
+from .bind.time_zone import LOCAL_TIME_CALLS, lower_local_time, lower_zoned_cast
 from .timeutil import node_span
 
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
@@ -49,7 +50,7 @@ SCALAR_FUNCTIONS = sorted({
     "LEFT", "RIGHT", "REGEXP_EXTRACT", "REGEXP_REPLACE", "SPLIT_INDEX", "MD5",
     # date and time
     "EXTRACT", "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE",
-    "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
+    "SECOND", "DATE_FORMAT", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "NOW", "TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "TIMESTAMPADD",
     "TIMESTAMPDIFF",
     # nested values (grammar/nested.py)
     "CARDINALITY", "ELEMENT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_REVERSE",
@@ -175,6 +176,9 @@ def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     positional = row_cast(node.this, node.to)
     if positional is not None:
         return positional
+    zoned = lower_zoned_cast(node, lambda local: format_timestamp(local, "yyyy-MM-dd HH:mm:ss.SSS"))
+    if zoned is not None:  # to or from TIMESTAMP_LTZ, in the session time zone
+        return zoned
     if node.to.is_type(*exp.DataType.INTEGER_TYPES) and source.this in _DOUBLE | {exp.DataType.Type.DECIMAL}:
         # Flink (and Spark) truncate toward zero; DuckDB rounds.
         new = node.copy()
@@ -203,7 +207,8 @@ def _lower_floor_ceil_to(node: exp.Expression) -> exp.Expression | None:
     return new
 
 
-_LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower_cast, exp.TryCast: _lower_cast}
+_LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower_cast, exp.TryCast: _lower_cast,
+              **{cls: lower_local_time for cls in LOCAL_TIME_CALLS}}
 
 
 def lower_functions(tree: exp.Expression) -> exp.Expression:
@@ -214,8 +219,9 @@ def lower_functions(tree: exp.Expression) -> exp.Expression:
     """
     nodes = [n for n in tree.walk() if type(n) in _LOWERINGS or n.meta.get(FLOOR_CEIL_TO)]
     for node in reversed(nodes):  # children before their parents
-        lower = _lower_floor_ceil_to if node.meta.get(FLOOR_CEIL_TO) else _LOWERINGS[type(node)]
-        new = lower(node)
+        lowerings = ([_lower_floor_ceil_to] if node.meta.get(FLOOR_CEIL_TO) else []) + \
+            ([_LOWERINGS[type(node)]] if type(node) in _LOWERINGS else [])
+        new = next((n for n in (lower(node) for lower in lowerings) if n is not None), None)
         if new is None:
             continue
         if new.type is None:

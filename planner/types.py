@@ -23,6 +23,9 @@ from ..grammar import Diagnostic, Span, SqlError
 from ..grammar.dialect import Dsms
 
 TIMESTAMP = pa.timestamp("us")
+# TIMESTAMP_LTZ: an instant, carried as UTC; shown, and cast to or from
+# TIMESTAMP and STRING, in the session time zone ('table.local-time-zone').
+TIMESTAMP_LTZ = pa.timestamp("us", tz="UTC")
 
 _FROM_SQL = {
     exp.DataType.Type.BOOLEAN: pa.bool_(),
@@ -42,6 +45,8 @@ _FROM_SQL = {
     exp.DataType.Type.TIMESTAMP_S: TIMESTAMP,
     exp.DataType.Type.TIMESTAMPNTZ: TIMESTAMP,
     exp.DataType.Type.DATETIME: TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPLTZ: TIMESTAMP_LTZ,
+    exp.DataType.Type.TIMESTAMPTZ: TIMESTAMP_LTZ,  # DuckDB's name for an instant, in inferred types
     exp.DataType.Type.VARBINARY: pa.binary(),
     exp.DataType.Type.BINARY: pa.binary(),
     exp.DataType.Type.BLOB: pa.binary(),
@@ -58,6 +63,7 @@ _SQL_NAMES = {
     pa.string(): "VARCHAR",
     pa.date32(): "DATE",
     TIMESTAMP: "TIMESTAMP(3)",
+    TIMESTAMP_LTZ: "TIMESTAMP_LTZ(3)",
     pa.binary(): "VARBINARY",
     pa.null(): "NULL",
 }
@@ -70,26 +76,25 @@ class InvalidType(ValueError):
 # Type names of more than one word that mean one type; any other extra word
 # (``INT ARRAY``, ``INT FOO``) would be dropped by sqlglot and is refused.
 _MULTI_WORD = {"DOUBLE PRECISION", "CHARACTER VARYING", "CHAR VARYING"}
-_NOT_YET = {"TIMESTAMP_LTZ", "TIMESTAMPLTZ", "TIMESTAMPTZ", "LOCAL"}
+_NOT_YET = {"TIMESTAMPTZ"}
 _NESTED = ("ARRAY", "MAP", "MULTISET", "ROW")
 _SUPPORTED_HELP = ("use BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE, "
-                   "TIMESTAMP(3), ARRAY<T>, MAP<K, V>, MULTISET<T> or ROW<name T, ...>")
+                   "TIMESTAMP(3), TIMESTAMP_LTZ(3), ARRAY<T>, MAP<K, V>, MULTISET<T> or ROW<name T, ...>")
 
 
 def parse_type(text: str, span: Span | None = None, source: str | None = None) -> pa.DataType:
     """Parse a SQL type name (``BIGINT``, ``TIMESTAMP(3)``, ``DECIMAL(10, 2)``)."""
     alias = {"BYTES": "VARBINARY", "STRING": "VARCHAR"}.get(text.strip().upper(), text)
     words = text.upper().replace("(", " (").replace("<", " < ").replace(",", " , ").split()
-    if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words):
-        raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
-                                  help="time-zone-aware timestamps (TIMESTAMP_LTZ) are not supported; "
-                                       + _SUPPORTED_HELP))
     if len(words) > 1 and words[-1] in ("ARRAY", "MULTISET") and words[0] not in _NESTED:
         # Flink's suffix spelling: ``INT ARRAY`` is ``ARRAY<INT>``, ``STRING MULTISET`` is ``MULTISET<STRING>``.
         base = text.strip()[: -len(words[-1])].strip()
         return _parse_nested(f"{words[-1]}<{base}>", span, source)
-    if words and words[0] in _NESTED:
+    if words and words[0] in _NESTED:  # each element type is checked on its own
         return _parse_nested(text, span, source)
+    if _local_time_zone(words, text, span, source):  # TIMESTAMP(p) WITH LOCAL TIME ZONE is TIMESTAMP_LTZ(p)
+        words = ["TIMESTAMP_LTZ"] + words[1:-4]
+        alias = " ".join(words).replace(" (", "(")
     name = " ".join(w for w in words if not w.startswith("(") and w[:1].isalpha() and w not in ("WITHOUT", "TIME", "ZONE"))
     try:
         dtype = exp.DataType.build(alias) if " " not in name or name in _MULTI_WORD else None
@@ -102,6 +107,16 @@ def parse_type(text: str, span: Span | None = None, source: str | None = None) -
     if result is None:
         raise SqlError(Diagnostic(f"unknown or unsupported type '{text}'", span, source, help=_SUPPORTED_HELP))
     return result
+
+
+def _local_time_zone(words: list[str], text: str, span: Span | None, source: str | None) -> bool:
+    """Whether the type ends WITH LOCAL TIME ZONE; any other time zone is refused."""
+    local = words[-3:] == ["LOCAL", "TIME", "ZONE"] and words[-4:-3] == ["WITH"]
+    if set(words) & _NOT_YET or ("ZONE" in words and "WITHOUT" not in words and not local):
+        raise SqlError(Diagnostic(f"type '{text}' is not supported yet", span, source,
+                                  help="TIMESTAMP WITH TIME ZONE is not supported (as in Flink, an instant is "
+                                       "TIMESTAMP_LTZ); " + _SUPPORTED_HELP))
+    return local
 
 
 def _parse_nested(text: str, span: Span | None, source: str | None) -> pa.DataType:
@@ -170,7 +185,7 @@ def to_sql_type(dtype: pa.DataType) -> exp.DataType:
     if pa.types.is_decimal(dtype):
         return exp.DataType.build(f"DECIMAL({dtype.precision}, {dtype.scale})")
     if pa.types.is_timestamp(dtype):
-        return exp.DataType.build("TIMESTAMP")
+        return exp.DataType.build("TIMESTAMPTZ" if dtype.tz else "TIMESTAMP")
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         return exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[to_sql_type(dtype.value_type)], nested=True)
     if pa.types.is_map(dtype):
@@ -190,7 +205,7 @@ def sql_name(dtype: pa.DataType) -> str:
     if pa.types.is_decimal(dtype):
         return f"DECIMAL({dtype.precision}, {dtype.scale})"
     if pa.types.is_timestamp(dtype):
-        return "TIMESTAMP(3)"
+        return "TIMESTAMP_LTZ(3)" if dtype.tz else "TIMESTAMP(3)"
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         return f"ARRAY<{sql_name(dtype.value_type)}>"
     if pa.types.is_map(dtype):

@@ -9,6 +9,18 @@ import pyarrow as pa
 
 from ..planner.physical.specs import BATCH
 
+_INSTANT = pa.timestamp("us", tz="UTC")
+
+
+def utc_labelled(table: pa.Table) -> pa.Table:
+    """``table`` with its instants (DuckDB's TIMESTAMPTZ, labelled with DuckDB's zone) labelled UTC, as the
+    planner types TIMESTAMP_LTZ: the values are the same, only the label changes."""
+    if not any(pa.types.is_timestamp(f.type) and f.type.tz not in (None, "UTC") for f in table.schema):
+        return table
+    fields = [pa.field(f.name, _INSTANT, f.nullable) if pa.types.is_timestamp(f.type) and f.type.tz else f
+              for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
 
 class Duck:
     """One DuckDB connection, used by one job on one thread."""
@@ -27,7 +39,7 @@ class Duck:
         """Run ``sql`` with each of ``tables`` visible as a relation of its name; its rows."""
         with registered(self.con, **tables):
             self.calls += 1
-            return self.con.sql(sql).to_arrow_table()
+            return utc_labelled(self.con.sql(sql).to_arrow_table())
 
     def execute_all(self, statements, table: pa.Table | None = None, params: list | None = None) -> None:
         """Run ``statements`` in order, with ``table`` visible as ``__input``."""
@@ -51,11 +63,11 @@ class Duck:
             if not result:
                 return None
             last = statements[-1]
-            return (self.con.sql(last, params=params) if params else self.con.sql(last)).to_arrow_table()
+            return utc_labelled((self.con.sql(last, params=params) if params else self.con.sql(last)).to_arrow_table())
 
     def query(self, sql: str) -> pa.Table:
         self.calls += 1
-        return self.con.sql(sql).to_arrow_table()
+        return utc_labelled(self.con.sql(sql).to_arrow_table())
 
     def close(self) -> None:
         self.con.close()

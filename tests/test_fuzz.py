@@ -184,8 +184,9 @@ REFUSED = [
     ("CREATE STREAM q (x ARRAY<INT FOO>) WITH (connector = 'memory')", "unknown or unsupported type"),
     ("CREATE STREAM q (x ROW<a INT, A INT>) WITH (connector = 'memory')", "distinct names"),
     ("CREATE STREAM q (x INT FOO) WITH (connector = 'memory')", "unknown or unsupported type"),
-    ("CREATE STREAM q (x TIMESTAMP_LTZ(3)) WITH (connector = 'memory')", "not supported yet"),
-    ("CREATE STREAM q (x TIMESTAMP(3) WITH LOCAL TIME ZONE) WITH (connector = 'memory')", "not supported yet"),
+    ("CREATE STREAM q (x TIMESTAMP(3) WITH TIME ZONE) WITH (connector = 'memory')", "not supported yet"),
+    ("SET 'table.local-time-zone' = 'Mars/Olympus_Mons'", "unknown time zone 'Mars/Olympus_Mons'"),
+    ("SELECT TO_TIMESTAMP_LTZ(x, 12) FROM s", "precision as a whole number from 0 to 9"),
     ("SET 'emitt' = 'changes'", "unknown setting 'emitt'"),
     ("SELECT k, x, FROM s", "expected an item after ','"),
     ("SELECT k,, x FROM s", "expected an item after ','"),
@@ -214,8 +215,10 @@ def test_still_accepted_nearby(tmp_path):
     engine = _fresh_engine(tmp_path)
     engine.execute("SET 'spark.sql.shuffle.partitions' = '4'")
     engine.execute("CREATE STREAM q (a DOUBLE PRECISION, b DECIMAL(38, 38), c TIMESTAMP(3) WITHOUT TIME ZONE, "
-                   "d VARCHAR(10)) WITH (connector = 'memory')")
+                   "d VARCHAR(10), e TIMESTAMP_LTZ(3), f TIMESTAMP(3) WITH LOCAL TIME ZONE) WITH (connector = 'memory')")
     assert [f.type for f in engine.catalog.get("q").schema][:2] == [pa.float64(), pa.decimal128(38, 38)]
+    assert [f.type for f in engine.catalog.get("q").schema][4:] == [pa.timestamp("us", tz="UTC")] * 2
+    engine.execute("SET 'table.local-time-zone' = 'Asia/Shanghai'")
     engine.execute("SELECT " + "(" * 30 + "x + 1" + ")" * 30 + " AS y FROM s")
     engine.execute("SELECT " + " + ".join(["x"] * 200) + " AS y FROM s")
     q = engine.query("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "

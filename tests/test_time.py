@@ -23,7 +23,7 @@ def test_processing_time_windows_fire_by_the_clock_without_data():
     engine, clock = engine_at_base()
     engine.execute("CREATE STREAM clicks (u VARCHAR, pt AS PROCTIME()) WITH (connector = 'memory')")
     described = engine.execute("DESCRIBE clicks").table.to_pylist()
-    assert described[1] == {"column": "pt", "type": "TIMESTAMP(3)", "nullable": False, "extra": "AS PROCTIME()"}
+    assert described[1] == {"column": "pt", "type": "TIMESTAMP_LTZ(3)", "nullable": False, "extra": "AS PROCTIME()"}
     q = engine.query("""SELECT window_start, u, COUNT(*) AS n
         FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(pt), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, u""")
     engine.insert("clicks", [{"u": "a"}, {"u": "b"}])

@@ -52,6 +52,8 @@ BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 COLUMNS = ("id BIGINT, k STRING, v INT, price DOUBLE, amount DECIMAL(10, 2), url STRING, ts TIMESTAMP(3), "
            "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND")
 SOURCES = ("ev", "ev2", "ev3", "edge", "ooo", "lsess", "lover")
+# Instants (TIMESTAMP_LTZ), written as Flink's JSON format writes them (UTC with a Z), over three days.
+LTZ_SOURCES = {"evz": COLUMNS.replace("ts TIMESTAMP(3)", "ts TIMESTAMP_LTZ(3)")}
 # Tables read as Debezium JSON: the changes of rows by primary key.
 TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED"}
 # Streams of nested JSON (ROW and ARRAY columns).
@@ -180,7 +182,8 @@ def write_data() -> dict[str, str]:
     data = {"ev": events(3000, seed=1, span_s=300, late=8),
             "ev2": events(1500, seed=2, span_s=300), "ev3": events(1500, seed=3, span_s=240),
             "edge": edge_events(), "ooo": out_of_order_events(), "lsess": late_session_events(),
-            "lover": late_over_events()}
+            "lover": late_over_events(),
+            "evz": [{**r, "ts": r["ts"] + "Z"} for r in events(1500, seed=4, span_s=3 * 86400)]}
     paths = {}
     for name, rows in data.items():
         paths[name] = os.path.join(DATA, f"{name}.jsonl")
@@ -214,6 +217,11 @@ RANK_TOP_N = ("Flink 2.3 refuses RANK() and DENSE_RANK() in a streaming Top-N ('
               "(ties share a rank and stay together; tests/test_topn_rank.py checks the rows against DuckDB)")
 DECIMAL_LITERAL = ("a literal with a decimal point (3.0) is a DECIMAL in Flink, so INT / 3.0 is a DECIMAL(p, 6) "
                    "rounded to 6 places and INT * 1.5 a DECIMAL; dsms reads the literal as a DOUBLE")
+LTZ_WINDOW_LOSS = ("Flink bug FLINK-38075 (apache/flink PR #28006, 'data loss in tumble/hop/cumulate windows with "
+                   "LTZ for non-DST timezones'): Flink's window TVF aggregate over a TIMESTAMP_LTZ rowtime in a "
+                   "non-UTC zone drops windows of day-long sizes; its rows of the windowing TVF alone, its 1-hour "
+                   "windows, its UTC windows and its group-window TUMBLE (ltz_group_window_shanghai) all agree "
+                   "with dsms, which counts every event in its local-midnight window")
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
@@ -402,6 +410,28 @@ CASES = [
      "views": [f"""CREATE VIEW per_key AS SELECT window_start AS ws, window_end AS we, k, COUNT(*) AS n,
                    SUM(v) AS sv FROM {tvf('TUMBLE', 'ev2', S10)} {GROUP_W}, k"""],
      "sql": "SELECT ws, we, SUM(n) AS n, MAX(n) AS most, COUNT(*) AS keys FROM per_key GROUP BY ws, we"},
+    # TIMESTAMP_LTZ in a session zone (case["zone"]): windows from local midnight, casts and parts in local time.
+    {"name": "ltz_tumble_day_shanghai", "zone": "Asia/Shanghai", "known": {"rows": LTZ_WINDOW_LOSS},
+     "sql": """SELECT window_start, window_end, CAST(window_time AS STRING) AS wt, k, COUNT(*) AS n, MAX(v) AS mx
+               FROM TABLE(TUMBLE(TABLE evz, DESCRIPTOR(ts), INTERVAL '1' DAY))
+               GROUP BY window_start, window_end, window_time, k"""},
+    {"name": "ltz_hop_cumulate_kolkata", "zone": "Asia/Kolkata", "known": {"rows": LTZ_WINDOW_LOSS},
+     "views": ["""CREATE VIEW evz_hop AS SELECT window_start, window_end, COUNT(*) AS n
+                  FROM TABLE(HOP(TABLE evz, DESCRIPTOR(ts), INTERVAL '6' HOUR, INTERVAL '1' DAY))
+                  GROUP BY window_start, window_end""",
+               """CREATE VIEW evz_cumulate AS SELECT window_start, window_end, COUNT(*) AS n
+                  FROM TABLE(CUMULATE(TABLE evz, DESCRIPTOR(ts), INTERVAL '8' HOUR, INTERVAL '1' DAY))
+                  GROUP BY window_start, window_end"""],
+     "sql": "SELECT 'hop' AS kind, * FROM evz_hop UNION ALL SELECT 'cumulate' AS kind, * FROM evz_cumulate"},
+    {"name": "ltz_group_window_shanghai", "zone": "Asia/Shanghai",
+     "sql": """SELECT TUMBLE_START(ts, INTERVAL '1' DAY) AS ws, TUMBLE_END(ts, INTERVAL '1' DAY) AS we, COUNT(*) AS n
+               FROM evz GROUP BY TUMBLE(ts, INTERVAL '1' DAY)"""},
+    {"name": "ltz_scalar_shanghai", "zone": "Asia/Shanghai",
+     "sql": """SELECT id, CAST(ts AS STRING) AS local_text, CAST(ts AS TIMESTAMP(3)) AS local_ts, HOUR(ts) AS h,
+                      DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm') AS fmt, CAST(FLOOR(ts TO DAY) AS STRING) AS day_start,
+                      CAST(TO_TIMESTAMP_LTZ(id * 1000, 0) AS STRING) AS from_epoch,
+                      CAST(CAST(ts AS TIMESTAMP(3)) AS TIMESTAMP_LTZ(3)) = ts AS round_trip
+               FROM evz WHERE id % 10 = 0"""},
     {"name": "nexmark_q5_window_join",
      "sql": f"""SELECT AuctionBids.k, AuctionBids.num, AuctionBids.starttime
                 FROM (SELECT k, COUNT(*) AS num, window_start AS starttime, window_end AS endtime
@@ -502,18 +532,25 @@ def nested_ddl(name: str, path: str, flink: bool) -> str:
 
 def all_ddl(paths: dict, flink: bool) -> list[str]:
     return ([source_ddl(n, paths[n], flink) for n in SOURCES] + [table_ddl(n, paths[n], flink) for n in TABLES]
-            + [nested_ddl(n, paths[n], flink) for n in NESTED])
+            + [nested_ddl(n, paths[n], flink) for n in NESTED]
+            + [source_ddl(n, paths[n], flink).replace(COLUMNS, columns) for n, columns in LTZ_SOURCES.items()])
 
 
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:
-    ddl = all_ddl(paths, flink=True)
-    ddl += [v for c in cases for v in c.get("views", [])]
-    spec = {"parallelism": parallelism, "config": {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"},
-            "ddl": ddl,
-            "jobs": [{"name": c["name"], "sql": c["sql"], "collect": True} for c in cases]}
-    result = flinkenv.run(spec)
-    for e in result["ddl_errors"]:
-        print(f"Flink refused: {e['ddl'][:80]}...: {e['error']}", file=sys.stderr)
+    """Run the cases in Flink: one job per case, one mini-cluster per session time zone."""
+    result: dict = {}
+    for zone in dict.fromkeys(c.get("zone") for c in cases):
+        group = [c for c in cases if c.get("zone") == zone]
+        config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"}
+        if zone:
+            config["table.local-time-zone"] = zone
+        spec = {"parallelism": parallelism, "config": config,
+                "ddl": all_ddl(paths, flink=True) + [v for c in group for v in c.get("views", [])],
+                "jobs": [{"name": c["name"], "sql": c["sql"], "collect": True} for c in group]}
+        part = flinkenv.run(spec)
+        for e in part["ddl_errors"]:
+            print(f"Flink refused: {e['ddl'][:80]}...: {e['error']}", file=sys.stderr)
+        result = {**part, "jobs": result.get("jobs", []) + part["jobs"]}
     return result
 
 
@@ -522,6 +559,8 @@ def run_dsms(paths: dict, case: dict) -> dict:
 
     engine = dsms.Engine()
     engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
+    if case.get("zone"):
+        engine.execute(f"SET 'table.local-time-zone' = '{case['zone']}'")
     try:
         for ddl in all_ddl(paths, flink=False):
             engine.execute(ddl)
@@ -557,7 +596,7 @@ def arrow_type(t) -> str:
     import pyarrow as pa
 
     if pa.types.is_timestamp(t):
-        return "TIMESTAMP(3)"
+        return "TIMESTAMP_LTZ(3)" if t.tz else "TIMESTAMP(3)"
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision}, {t.scale})"
     names = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT", pa.int64(): "BIGINT",

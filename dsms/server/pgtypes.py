@@ -93,10 +93,12 @@ def text_column(col: pa.ChunkedArray) -> list:
         out = pc.replace_substring(pc.replace_substring(out, "inf", "Infinity"), "nan", "NaN")
     elif oid in (TIMESTAMP, TIMESTAMPTZ):
         out = pc.cast(col, pa.string())  # PostgreSQL prints no trailing zeros in the fraction
-        out = pc.replace_substring_regex(out, r"(\.\d*[1-9])0+($|Z)", r"\1\2")
-        out = pc.replace_substring_regex(out, r"\.0+($|Z)", r"\1")
-        if oid == TIMESTAMPTZ:
+        out = pc.replace_substring_regex(out, r"(\.\d*[1-9])0+($|Z|[+-]\d{4})", r"\1\2")
+        out = pc.replace_substring_regex(out, r"\.0+($|Z|[+-]\d{4})", r"\1")
+        if oid == TIMESTAMPTZ:  # in the session zone: +08, -03:30 (as PostgreSQL prints them)
             out = pc.replace_substring_regex(out, "Z$", "+00")
+            out = pc.replace_substring_regex(out, r"([+-]\d\d)00$", r"\1")
+            out = pc.replace_substring_regex(out, r"([+-]\d\d)(\d\d)$", r"\1:\2")
     elif oid == INTERVAL:
         return [None if v is None else _interval_text(v).encode() for v in _durations_us(col)]
     elif oid == BYTEA:

@@ -12,6 +12,8 @@ import asyncio
 
 import pyarrow as pa
 
+from ..planner.bind.time_zone import session_zone
+from ..query import in_zone
 from . import wire
 from .encode import encode_copy_lines, encode_rows, is_binary
 from .errors import INSUFFICIENT_RESOURCES, QUERY_CANCELED, WireError
@@ -31,6 +33,10 @@ class Results:
         self.session = session
         self.feeds: set[Feed] = set()
 
+    def _local(self, table: pa.Table) -> pa.Table:
+        """TIMESTAMP_LTZ values shown in this connection's session zone ('table.local-time-zone')."""
+        return in_zone(table, session_zone(self.session.settings))
+
     def row_description(self, schema: pa.Schema, formats: list[int]) -> bytes:
         return wire.row_description([field_description(f.name, f.type, is_binary(formats, i))
                                      for i, f in enumerate(schema)])
@@ -44,11 +50,11 @@ class Results:
         if outcome.feed is not None:
             if "copy" in outcome.notices:
                 send(wire.copy_out_response(len(outcome.feed.schema)))
-                await self._stream(outcome.feed, encode_copy_lines)  # lines psql prints as they arrive
+                await self._stream(outcome.feed, lambda t: encode_copy_lines(self._local(t)))  # printed as they arrive
             else:
                 if describe:
                     send(self.row_description(outcome.feed.schema, formats))
-                await self._stream(outcome.feed, lambda t: encode_rows(t, formats))
+                await self._stream(outcome.feed, lambda t: encode_rows(self._local(t), formats))
             return
         if outcome.tag == "EMPTY":
             send(wire.empty_query())
@@ -59,7 +65,7 @@ class Results:
                 send(self.row_description(table.schema, formats))
             start = portal.sent if portal is not None else 0
             end = table.num_rows if max_rows <= 0 else min(table.num_rows, start + max_rows)
-            send(encode_rows(table.slice(start, end - start), formats))
+            send(encode_rows(self._local(table.slice(start, end - start)), formats))
             if portal is not None:
                 portal.sent = end
                 if end < table.num_rows:

@@ -14,6 +14,7 @@ import logging
 
 import pyarrow as pa
 
+from ..planner.bind.time_zone import ZONE_SETTING, is_zone, session_zone
 from . import wire
 from .catalog import answer_catalog
 from .copy_in import copy_format, parse_copy
@@ -253,7 +254,11 @@ class Session:
 
         if PULL_START.match(body):
             return await server.pulls.answer(self, text, bound, run)
-        return await self.call(run)
+        zone = session_zone(self.settings)
+        outcome = await self.call(run)
+        if session_zone(self.settings) != zone:  # SET 'table.local-time-zone': drivers show instants in it
+            self._set_client("TimeZone", session_zone(self.settings))
+        return outcome
 
     def _transaction(self, word: str) -> Outcome:
         if word in ("BEGIN", "START"):
@@ -274,6 +279,8 @@ class Session:
         name = _canonical(self.params, key)
         if name.lower() == "timezone" and value.upper() in ("LOCAL", "DEFAULT"):
             value = "UTC"
+        if name.lower() == "timezone" and is_zone(value):  # an IANA zone: TIMESTAMP_LTZ values are shown in it
+            self.settings[ZONE_SETTING] = value
         self.params[name] = value
         if name in REPORTED:
             self.send(wire.parameter_status(name, value))

@@ -76,20 +76,12 @@ def state_bound(node: L.Node) -> str | None:
         late = f" + allowed lateness {duration(node.emit.lateness_us)}" if node.emit.lateness_us else ""
         if node.window.type.merging:
             return f"open sessions until the watermark passes their end{late}"
-        return f"panes of open windows, until the watermark passes the window's end{late}"
+        passes = "the clock" if node.proctime else "the watermark"
+        return f"panes of open windows, until {passes} passes the window's end{late}"
     if isinstance(node, L.WindowTVF) and node.window.type.merging:
         return "open sessions until the watermark passes their end"
     if isinstance(node, TopN):
-        # Over an append-only input a row that leaves the top never returns: only the top is kept.
-        rows = f"the top {node.limit} rows of each partition" if node.input.changelog == L.APPEND else \
-            "every row of each partition"
-        what = {"first": "the first row per key", "last": "the last row per key", "global": rows}.get(node.kind)
-        if node.ttl:
-            return f"{what}, until its {'partition' if node.kind == 'global' else 'key'} is not touched for " \
-                   f"{duration(node.ttl)} (state.ttl)"
-        grows = "the input" if rows.startswith("every") and node.kind == "global" else "the keys"
-        return {"window": "rows of open windows, until the watermark passes the window's end"}.get(
-            node.kind, f"{what} (grows with {grows}; {GROWS})")
+        return _top_n_bound(node)
     if isinstance(node, OverAggregate):
         if node.frame.preceding is None:
             return "rows until the watermark passes them, and a running total per partition"
@@ -98,3 +90,16 @@ def state_bound(node: L.Node) -> str | None:
     if isinstance(node, SnapshotDiff):
         return "the rows of the last instant, until the watermark passes the next"
     return None
+
+
+def _top_n_bound(node: TopN) -> str:
+    # Over an append-only input a row that leaves the top never returns: only the top is kept.
+    rows = f"the top {node.limit} rows of each partition" if node.input.changelog == L.APPEND else \
+        "every row of each partition"
+    what = {"first": "the first row per key", "last": "the last row per key", "global": rows}.get(node.kind)
+    if node.ttl:
+        return f"{what}, until its {'partition' if node.kind == 'global' else 'key'} is not touched for " \
+               f"{duration(node.ttl)} (state.ttl)"
+    grows = "the input" if rows.startswith("every") and node.kind == "global" else "the keys"
+    return {"window": "rows of open windows, until the watermark passes the window's end"}.get(
+        node.kind, f"{what} (grows with {grows}; {GROWS})")

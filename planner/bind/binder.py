@@ -54,6 +54,7 @@ from .subquery import (
     split_subquery_conditions,
     without_subqueries,
 )
+from .time_zone import binding_zone, session_zone
 from .unnest import bind_unnest, is_unnest_join
 
 
@@ -61,7 +62,8 @@ def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | No
     """Bind a query body to a logical plan whose schema is the query's result."""
     tree = query.tree if isinstance(query, Query) else query
     ctx = BindContext(catalog, source, bind_set=bind_set)
-    node = bind_set(tree, ctx)
+    with binding_zone(session_zone(catalog.settings)):
+        node = bind_set(tree, ctx)
     node = finish_ranks(node, ctx)
     return resolve_emit(node, catalog.settings)
 

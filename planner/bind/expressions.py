@@ -19,6 +19,7 @@ from ...grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
 from ..functions import AGGREGATES, check_function, lower_functions
 from ..timeutil import node_span
 from ..types import Field, InvalidType, Schema, from_sql_type
+from .time_zone import attach_zone
 
 _IN = "__in"
 
@@ -84,7 +85,7 @@ def bind_scalar(tree: exp.Expression, scope: Scope, source: str | None, *, allow
             return _resolve_path(path[0], path[0].parts + path[1:], scope, source)
         return node
 
-    return tree.transform(rewrite, copy=False)
+    return attach_zone(tree.transform(rewrite, copy=False))
 
 
 def _leftmost(node: exp.Expression) -> exp.Expression:

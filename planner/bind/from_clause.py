@@ -16,6 +16,7 @@ from ..types import Field, Schema, is_numeric
 from ..windows import WINDOW_KINDS, WindowKind, window_kind
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
+from .time_zone import in_session_zone
 
 
 def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
@@ -131,6 +132,8 @@ def window_over(node: L.Node, scope: Scope, kind: WindowKind, desc: exp.Column, 
         raise ctx.error(f"PARTITION BY is only allowed for {kinds} windows", partition_by[0])
     offset_us = values.pop("offset", 0)
     spec = kind.spec(time_col.name, offset=offset_us, partition_by=partition, **values)
+    if pa.types.is_timestamp(time_col.type) and time_col.type.tz:
+        spec = in_session_zone(spec, ctx.catalog.settings, lambda m, h: ctx.error(m, desc, help=h))
     out = L.WindowTVF(node, spec, proctime=time_col.proctime)
     # The input's columns keep their qualifiers; the window columns are unqualified.
     cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]

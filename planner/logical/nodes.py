@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..catalog import SourceDef
 from ..timeutil import format_duration
-from ..types import TIMESTAMP, Field, Schema
+from ..types import TIMESTAMP, TIMESTAMP_LTZ, Field, Schema
 from ..windows import WindowSpec  # noqa: F401 - (plan nodes hold windows; modules take it from here)
 
 APPEND = "append-only"
@@ -192,10 +192,14 @@ class Project(Unary):
         return f"Project({', '.join(parts)})"
 
 
-def window_fields(proctime: bool = False) -> tuple[Field, ...]:
-    """The window columns; window_time is the result's time attribute (processing time for proctime windows)."""
+def window_fields(proctime: bool = False, ltz: bool = False) -> tuple[Field, ...]:
+    """The window columns; window_time is the result's time attribute (processing time for proctime windows).
+
+    Over a TIMESTAMP_LTZ attribute window_start/window_end are local TIMESTAMPs
+    and window_time is a TIMESTAMP_LTZ (Flink's types).
+    """
     return (Field("window_start", TIMESTAMP, False), Field("window_end", TIMESTAMP, False),
-            Field("window_time", TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
+            Field("window_time", TIMESTAMP_LTZ if ltz else TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,11 +218,11 @@ class WindowTVF(Unary):
 
     def __post_init__(self):
         fields = tuple(f.plain() if f.rowtime or f.proctime else f for f in self.input.schema)
-        _derive(self, schema=Schema(fields + window_fields(self.proctime)), changelog=self.input.changelog,
+        _derive(self, schema=Schema(fields + window_fields(self.proctime, self.window.ltz)), changelog=self.input.changelog,
                 watermark=self.input.watermark)
 
     def label(self) -> str:
-        return f"WindowTVF({self.window.describe()})"
+        return f"WindowTVF({self.window.describe()}{', processing time' if self.proctime else ''})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,9 +246,14 @@ class WindowAggregate(Unary):
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
-        proctime = self.input.schema.find(self.window.time_col).proctime
-        _derive(self, schema=Schema(window_fields(proctime) + _group_fields(self.input, self.keys, self.aggs)),
+        _derive(self, schema=Schema(window_fields(self.proctime, self.window.ltz) + _group_fields(self.input, self.keys, self.aggs)),
                 changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
+
+    @property
+    def proctime(self) -> bool:
+        """Windows on processing time: they close as the engine's clock passes their end."""
+        time_col = self.input.schema.find(self.window.time_col)
+        return time_col is not None and time_col.proctime
 
     def label(self) -> str:
         keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
@@ -252,6 +261,8 @@ class WindowAggregate(Unary):
         window = self.window.describe()
         if self.attached is not None:
             window = f"{self.attached.describe()} attached by {self.attached_start} and window_end"
+        if self.proctime:
+            window += ", processing time"
         return f"WindowAggregate({window}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
 
 

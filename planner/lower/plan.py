@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import partial
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
@@ -172,6 +173,21 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
     return LoweringRefused(f"the {route} route cannot {what}: {why}; {RUNTIME}", what, why)
 
 
+def _expressions(value):
+    """The sqlglot expressions in a plan node's field (an expression, or tuples and lists holding them)."""
+    if isinstance(value, exp.Expression):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _expressions(v)
+
+
+def _reads_the_local_clock(root: L.Node) -> bool:
+    """Whether a node computes LOCALTIMESTAMP or CURRENT_DATE (the clock in the session zone)."""
+    return any(e.find(exp.Localtimestamp, exp.CurrentDate) is not None
+               for n in L.walk(root) for value in vars(n).values() for e in _expressions(value))
+
+
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
         if isinstance(n, MatchRecognize):
@@ -206,6 +222,11 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    if route == "spark" and (any(pa.types.is_timestamp(f.type) and f.type.tz for n in L.walk(root) for f in n.schema)
+                             or _reads_the_local_clock(root)):
+        raise _refuse(route, "compute in the session time zone (TIMESTAMP_LTZ values, LOCALTIMESTAMP, CURRENT_DATE)",
+                      "the session time zone ('table.local-time-zone') is not lowered to Spark SQL; the "
+                      "duckdb route (SET 'engine' = 'duckdb') runs it")
     if route == "spark" and duckdb_only_call(root) is not None:
         raise _refuse(route, "evaluate the JSON functions (JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_OBJECT, "
                       "JSON_ARRAY, JSON_STRING, IS JSON)", "they are built on DuckDB's json functions, which Spark "

@@ -100,15 +100,28 @@ def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.
     Rows keep whatever columns the batch has (sources read only the columns
     a plan uses), so the input is selected with ``*``.
     """
-    return assign_windows(w, src, None, _bounds)
+    return assign_windows(w, src, None, lambda start, end: _bounds(w, start, end))
 
 
-def _bounds(start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:
+def _bounds(w: L.WindowSpec, start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:
+    return window_bound_columns(w, start_us, end_us, timestamp)
+
+
+def window_bound_columns(w: L.WindowSpec, start_us: exp.Expression, end_us: exp.Expression,
+                         to_timestamp) -> list[exp.Expression]:
+    """window_start, window_end, window_time from bounds in microseconds; ``to_timestamp`` makes a TIMESTAMP.
+
+    Over a TIMESTAMP_LTZ attribute (``w.ltz``) the bounds are instants:
+    window_start and window_end are the local times (``w.local_shift`` later),
+    window_time the instant end - 1 ms, a TIMESTAMP_LTZ (``make_timestamptz``).
+    """
+    def shown(e: exp.Expression) -> exp.Expression:
+        return exp.Add(this=e.copy(), expression=lit(w.local_shift)) if w.local_shift else e.copy()
+    last = exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))
     return [
-        exp.alias_(timestamp(start_us), "window_start", quoted=True),
-        exp.alias_(timestamp(end_us), "window_end", quoted=True),
-        exp.alias_(timestamp(exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))), "window_time",
-                   quoted=True),
+        exp.alias_(to_timestamp(shown(start_us)), "window_start", quoted=True),
+        exp.alias_(to_timestamp(shown(end_us)), "window_end", quoted=True),
+        exp.alias_(fn("make_timestamptz", last) if w.ltz else to_timestamp(last), "window_time", quoted=True),
     ]
 
 

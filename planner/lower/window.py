@@ -50,7 +50,7 @@ from .sql import (
     timestamp,
     window,
 )
-from .sqlgen import lit
+from .sqlgen import lit, window_bound_columns
 from .stream import W as STRUCT
 from .stream import stream_window_bounds, stream_window_ends, stream_window_rows
 
@@ -82,18 +82,23 @@ def sessions(lw, w: L.WindowSpec, src) -> exp.Select:
     return exp.select(*[c(n) for n in names], c("__sid"), *bounds).from_(sub(numbered, "i"))
 
 
-def window_columns(start: exp.Expression | None = None, end: exp.Expression | None = None) -> list[exp.Expression]:
-    """window_start, window_end and window_time from a window's bounds in microseconds (``__ws``, ``__we``)."""
+def window_columns(w: L.WindowSpec, start: exp.Expression | None = None,
+                   end: exp.Expression | None = None) -> list[exp.Expression]:
+    """window_start, window_end and window_time from a window's bounds in microseconds (``__ws``, ``__we``).
+
+    Over a TIMESTAMP_LTZ attribute the bounds are instants: window_start and
+    window_end are shown in local time (``local_shift`` later) and window_time
+    stays an instant (``lower.sqlgen.window_bound_columns``).
+    """
     start, end = start or c(WS), end or c(WE)
-    return [alias(timestamp(start), "window_start"), alias(timestamp(end), "window_end"),
-            alias(timestamp(minus(end.copy(), L.WINDOW_TIME_OFFSET_US)), "window_time")]
+    return window_bound_columns(w, start, end, timestamp)
 
 
 def lower_window_tvf(lw, node: L.WindowTVF):
     src = lw.rel(node.input)
     assigned = lw.add(assign_windows(lw, node.window, src),
                       list(src.columns) + [WS, WE], src.ordered)
-    items = [c(n) for n in src.columns] + window_columns() + ([c(n) for n in ORDER] if src.ordered else [])
+    items = [c(n) for n in src.columns] + window_columns(node.window) + ([c(n) for n in ORDER] if src.ordered else [])
     return lw.add(exp.select(*items).from_(lw.use(assigned)), node.schema.names, src.ordered)
 
 
@@ -104,7 +109,7 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
         return _stream_window_aggregate(lw, node, src)
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.type.merging else []) + [c(k) for k in node.keys]
-    items = window_columns() + [c(k) for k in node.keys] + \
+    items = window_columns(node.window) + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
     if src.ordered and not w.type.merging:  # each row counts in the windows still open when it arrived
@@ -121,7 +126,7 @@ def _stream_window_aggregate(lw, node: L.WindowAggregate, src):
     w = node.window
     rows = lw.add(stream_window_rows(lw, w, src), list(src.columns) + [STRUCT] + stream_window_ends(w))
     start, end, group = stream_window_bounds(w)
-    items = window_columns(start, end) + [c(k) for k in node.keys] + \
+    items = window_columns(w, start, end) + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(rows)).group_by(*group, *[c(k) for k in node.keys])
     return lw.add(query, node.schema.names)

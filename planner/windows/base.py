@@ -211,7 +211,10 @@ class WindowSpec:
     """A window in a plan: a kind, its parameter values (microseconds), its time column and alignment.
 
     Windows are aligned to ``offset`` from the epoch; ``partition_by``
-    keeps merging windows (sessions) per key.
+    keeps merging windows (sessions) per key. Over a TIMESTAMP_LTZ time
+    column windows are aligned in the session zone ``zone``: its fixed
+    offset ``local_shift`` is folded into ``offset``, and window_start and
+    window_end are shown as local TIMESTAMPs (bound + ``local_shift``).
     """
 
     type: WindowKind
@@ -219,6 +222,13 @@ class WindowSpec:
     params: tuple[tuple[str, int], ...] = ()
     offset: int = 0
     partition_by: tuple[str, ...] = ()
+    zone: str | None = None
+    local_shift: int = 0
+
+    @property
+    def ltz(self) -> bool:
+        """Windows over a TIMESTAMP_LTZ attribute: window_time is a TIMESTAMP_LTZ too (as in Flink)."""
+        return self.zone is not None
 
     @property
     def kind(self) -> str:
@@ -270,8 +280,12 @@ class WindowSpec:
         args = self.type.describe(self)
         if self.partition_by:
             args.append(f"partition by {', '.join(self.partition_by)}")
-        if self.offset:
-            args.append(f"offset={format_duration(self.offset)}")
+        # as written: the session zone's shift, folded into the offset of aligned windows, is not the user's
+        shown_offset = self.offset + (0 if self.type.merging else self.local_shift)
+        if shown_offset:
+            args.append(f"offset={format_duration(shown_offset)}")
+        if self.zone is not None:
+            args.append(f"zone={self.zone}")
         return f"{self.kind}({self.time_col}, {', '.join(args)})"
 
 

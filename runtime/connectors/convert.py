@@ -9,6 +9,10 @@ the same way:
   accepted, as is anything else Arrow's ISO-8601 parser takes without a zone
   offset, e.g. a bare date), integers and all-digit strings as epoch
   milliseconds, timestamps of any unit and zone as their UTC wall clock.
+* TIMESTAMP_LTZ (``timestamp[us, tz=UTC]``, an instant): the same forms; a
+  string's zone offset (``Z``, ``+08:00``, ``-0500``) is applied, a string
+  without one is UTC (Flink's JSON format writes ``...Z``), epoch
+  milliseconds are instants.
 * DATE and TIMESTAMP values must lie in the years 0001 to 9999 (Flink's
   range starts at year 0000, which Python cannot hold): others are bad.
 * DATE from ``YYYY-MM-DD`` strings; VARBINARY from base64 strings (as
@@ -34,6 +38,7 @@ from ...planner.types import sql_name
 from .salvage import BadInput, salvage
 
 TIMESTAMP = pa.timestamp("us")
+_INSTANT = pa.timestamp("us", tz="UTC")
 _TRUNCATE_US = pc.CastOptions(TIMESTAMP, allow_time_truncate=True)
 
 
@@ -128,6 +133,8 @@ def conform_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> p
     if column.type == target and not _dated(target):
         return column
     try:
+        if pa.types.is_timestamp(target) and target.tz is not None:
+            return _in_range(to_instant(column), target)
         if pa.types.is_timestamp(target):
             return _in_range(to_timestamp(column), target)
         if pa.types.is_binary(target) and is_text(column.type):
@@ -188,6 +195,30 @@ def to_timestamp(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arr
         # Arrow refuses a zone designator for a naive timestamp; Z is UTC, which is what we keep.
         text = pc.if_else(pc.ends_with(text, "Z"), pc.utf8_slice_codeunits(text, 0, -1), text)
     parsed = text.cast(TIMESTAMP)
+    return parsed if epoch is None else pc.coalesce(epoch, parsed)
+
+
+_ZONE_SUFFIX = r"(Z|[+-]\d\d(:?\d\d)?)$"
+
+
+def to_instant(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Instants (``timestamp[us, tz=UTC]``): strings with their zone offset (none: UTC), epoch milliseconds."""
+    dtype = column.type
+    if pa.types.is_dictionary(dtype):
+        return to_instant(column.cast(dtype.value_type))
+    if pa.types.is_timestamp(dtype) and dtype.tz is not None:
+        return pc.cast(column, options=_TRUNCATE_US).cast(_INSTANT)
+    if not is_text(dtype):  # epoch milliseconds, or a timestamp without a zone: its UTC wall clock
+        return to_timestamp(column).cast(_INSTANT)
+    unsigned = pc.if_else(pc.starts_with(column, "-"), pc.utf8_slice_codeunits(column, 1), column)
+    digits = pc.ascii_is_decimal(unsigned)
+    epoch = None
+    if pc.any(digits).as_py():
+        epoch = _from_epoch_ms(pc.if_else(digits, column, None).cast(pa.int64())).cast(_INSTANT)
+        column = pc.if_else(digits, None, column)
+    zoned = pc.match_substring_regex(column, _ZONE_SUFFIX)
+    text = pc.if_else(zoned, column, pc.binary_join_element_wise(column, "Z", ""))
+    parsed = pc.cast(text.cast(pa.timestamp("ns", tz="UTC")), options=_TRUNCATE_US).cast(_INSTANT)
     return parsed if epoch is None else pc.coalesce(epoch, parsed)
 
 

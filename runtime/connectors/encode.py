@@ -50,7 +50,7 @@ def json_value_sql(name: str, dtype: pa.DataType) -> str:
     """SQL giving the JSON text of column ``name``'s value (NULL when the value is NULL)."""
     col = ident(name)
     if pa.types.is_timestamp(dtype):
-        return f"'\"' || strftime({col}, '{TIMESTAMP_FORMAT}') || '\"'"
+        return f"'\"' || {timestamp_text_sql(col, dtype)} || '\"'"
     if pa.types.is_date(dtype):
         return f"'\"' || strftime({col}, '%Y-%m-%d') || '\"'"
     if pa.types.is_floating(dtype):
@@ -61,6 +61,14 @@ def json_value_sql(name: str, dtype: pa.DataType) -> str:
     if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
         return f"'\"' || to_base64({col}) || '\"'"
     return f"CAST(to_json({col}) AS VARCHAR)"  # strings: DuckDB escapes them
+
+
+def timestamp_text_sql(col: str, dtype: pa.DataType) -> str:
+    """SQL giving a timestamp's text: TIMESTAMP as ``2024-01-01 08:00:00.000``; TIMESTAMP_LTZ (an instant)
+    in UTC with a ``Z``, ``2024-01-01 00:00:00.000Z``, as Flink's JSON and CSV formats write it."""
+    if dtype.tz is None:
+        return f"strftime({col}, '{TIMESTAMP_FORMAT}')"
+    return f"strftime(timezone('UTC', {col}), '{TIMESTAMP_FORMAT}') || 'Z'"
 
 
 def row_object_sql(schema: pa.Schema, first: tuple[tuple[str, str], ...] = ()) -> str:
@@ -109,7 +117,7 @@ def csv_columns_sql(schema: pa.Schema) -> str:
     for f in schema:
         col = ident(f.name)
         if pa.types.is_timestamp(f.type):
-            col = f"strftime({col}, '{TIMESTAMP_FORMAT}')"
+            col = timestamp_text_sql(col, f.type)
         elif pa.types.is_date(f.type):
             col = f"strftime({col}, '%Y-%m-%d')"
         elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):

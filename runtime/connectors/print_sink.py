@@ -24,13 +24,13 @@ import pyarrow as pa
 
 from ..changelog import OP
 from .base import SinkWriter, WriteRequest
-from .encode import BATCH, TIMESTAMP_FORMAT, Renderer, ident, literal, text_bytes
+from .encode import BATCH, Renderer, ident, literal, text_bytes, timestamp_text_sql
 
 
 def _value_sql(name: str, dtype: pa.DataType) -> str:
     col = ident(name)
-    if pa.types.is_timestamp(dtype):
-        return f"strftime({col}, '{TIMESTAMP_FORMAT}')"
+    if pa.types.is_timestamp(dtype):  # a TIMESTAMP_LTZ as its UTC instant with a Z, as the file formats write it
+        return timestamp_text_sql(col, dtype)
     if pa.types.is_date(dtype):
         return f"strftime({col}, '%Y-%m-%d')"
     if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):

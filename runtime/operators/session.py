@@ -316,7 +316,7 @@ class SessionLogic(CountsLate, Logic):
         spec = self.spec
         if not spec.aggs:
             table = rows.take(pc.sort_indices(rows, [(E, "ascending"), (S, "ascending")]))
-            columns = _window_columns(table)
+            columns = _window_columns(table, spec.window.local_shift)
             for f in self.out_schema:
                 if f.name not in columns:
                     columns[f.name] = table.column(f.name)
@@ -327,7 +327,7 @@ class SessionLogic(CountsLate, Logic):
             else:  # one state row per (session, key) already: name the partials as merged ones
                 table = pa.table({**{k: rows.column(k) for k in keys},
                                   **{f"{c}_{how}": rows.column(c) for c, how in self.merges}})
-            columns = _window_columns(table)
+            columns = _window_columns(table, spec.window.local_shift)
             for k in spec.keys:
                 columns[k] = table.column(k)
             for a in spec.aggs:
@@ -348,9 +348,12 @@ def _numbers(column: pa.ChunkedArray) -> np.ndarray:
     return column.combine_chunks().to_numpy()
 
 
-def _window_columns(table: pa.Table) -> dict:
+def _window_columns(table: pa.Table, local_shift: int = 0) -> dict:
+    """window_start and window_end (shown ``local_shift`` later: local time, over a TIMESTAMP_LTZ
+    attribute), and window_time, the instant end - 1 ms."""
     s, e = table.column(S), table.column(E)
-    return {"window_start": _timestamps(s), "window_end": _timestamps(e),
+    shown_s, shown_e = (pc.add(s, local_shift), pc.add(e, local_shift)) if local_shift else (s, e)
+    return {"window_start": _timestamps(shown_s), "window_end": _timestamps(shown_e),
             "window_time": _timestamps(pc.subtract(e, WINDOW_TIME_OFFSET_US))}
 
 

@@ -184,7 +184,7 @@ class SourceLogic:
         table = raw
         if self.spec.proctime_column is not None:
             table = table.append_column(self.spec.proctime_column,
-                                        pa.array(np.full(table.num_rows, now, dtype=np.int64)).cast(pa.timestamp("us")))
+                                        pa.array(np.full(table.num_rows, now, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC")))
         if self.spec.computed_sql:
             table = conform(self.duck.run(self.spec.computed_sql, table), self.spec.schema)
         if self.spec.time_column is not None and not self.spec.clock_watermark:

@@ -160,9 +160,10 @@ class WindowAggLogic(CountsLate, Logic):
 
         columns: dict[str, pa.Array] = {}
         ws, we = merged.column(_WS), merged.column(_WE)
-        columns["window_start"] = ws.cast(pa.timestamp("us"))
-        columns["window_end"] = we.cast(pa.timestamp("us"))
-        columns["window_time"] = pc.subtract(we, WINDOW_TIME_OFFSET_US).cast(pa.timestamp("us"))
+        shift = self.spec.window.local_shift  # windows over TIMESTAMP_LTZ: bounds shown in local time
+        columns["window_start"] = (pc.add(ws, shift) if shift else ws).cast(pa.timestamp("us"))
+        columns["window_end"] = (pc.add(we, shift) if shift else we).cast(pa.timestamp("us"))
+        columns["window_time"] = pc.subtract(we, WINDOW_TIME_OFFSET_US).cast(self.out_schema.field("window_time").type)
         for k in self.spec.keys:
             columns[k] = merged.column(k)
         for a in self.spec.aggs:

@@ -90,7 +90,8 @@ class WindowEmitLogic(WindowAggLogic):
         if not windows:
             return []
         current = self._emit(windows)
-        scope = pa.table({"window_start": pa.array([w[0] for w in windows], pa.int64()).cast(pa.timestamp("us")),
-                          "window_end": pa.array([w[1] for w in windows], pa.int64()).cast(pa.timestamp("us"))})
+        shift = self.spec.window.local_shift  # windows over TIMESTAMP_LTZ: bounds shown in local time
+        scope = pa.table({"window_start": pa.array([w[0] + shift for w in windows], pa.int64()).cast(pa.timestamp("us")),
+                          "window_end": pa.array([w[1] + shift for w in windows], pa.int64()).cast(pa.timestamp("us"))})
         changes = self.emitted.diff(current, scope)
         return [changes] if changes.num_rows else []
