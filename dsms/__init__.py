@@ -17,7 +17,17 @@ windows, and get results that keep updating as events arrive::
 from __future__ import annotations
 
 from .engine import Engine
-from .errors import DsmsError, EvaluationError, SinkError, SourceError, SqlError, SqlSyntaxError, UnsupportedPlan
+from .errors import (
+    DsmsError,
+    EvaluationError,
+    PythonFunctionError,
+    SinkError,
+    SourceError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedPlan,
+)
+from .python_functions import udf
 from .queries import Subscription
 from .query import QueryHandle, Result
 from .runtime.clock import SystemClock, VirtualClock
@@ -55,5 +65,6 @@ def plan(sql: str, catalog):
     return plan_query(query, catalog, stmt.source)
 
 
-__all__ = ["DsmsError", "Engine", "EvaluationError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
-           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "__version__"]
+__all__ = ["DsmsError", "Engine", "EvaluationError", "PythonFunctionError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
+           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "udf",
+           "__version__"]

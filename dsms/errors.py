@@ -14,6 +14,7 @@ from .runtime.errors import (
     ChangelogError,
     EvaluationError,
     LookupTableError,
+    PythonFunctionError,
     RouteError,
     RouteNotFound,
     RowError,
@@ -22,6 +23,6 @@ from .runtime.errors import (
 )
 
 __all__ = ["BackfillError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
-           "LookupTableError", "LoweringRefused",
+           "LookupTableError", "LoweringRefused", "PythonFunctionError",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

@@ -99,7 +99,7 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
 
     Returns the result rows as an Arrow table.
     """
-    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings), functions=catalog.functions)
     logs: dict[str, MemoryLog] = {}
     for view in views:
         schema = Schema(tuple(f.plain() for f in view.schema))
@@ -176,7 +176,7 @@ _NO_FILE = {"connector": "file", "path": "-", "format": "parquet"}
 
 def _snapshot(catalog: Catalog, views, options: dict) -> Catalog:
     """The catalog with each view read by a pull query as a bounded stream of its current rows."""
-    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings), functions=catalog.functions)
     for view in views:
         schema = Schema(tuple(f.plain() for f in view.schema))
         snapshot.objects[view.name.lower()] = SourceDef(

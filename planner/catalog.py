@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, SqlError
@@ -28,6 +29,7 @@ DEFAULT_SETTINGS = {
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
     "checkpoint.interval": "5 s",  # how often standing queries are checkpointed (with a state directory)
+    "python.files": "",  # where CREATE FUNCTION imports from, besides the script's folder (Flink's python.files)
 }
 
 # Other names of settings (Flink's), stored under dsms's name.
@@ -150,6 +152,18 @@ class MaterializedViewDef:
     object_kind: str = "materialized view"
 
 
+@dataclass(frozen=True, eq=False)
+class FunctionDef:
+    """A Python scalar function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB."""
+
+    name: str
+    internal: str
+    returns: pa.DataType
+    target: str  # 'package.module.func', or the Python name of a function given to Engine.create_function
+    temporary: bool = True
+    object_kind: str = "function"
+
+
 CatalogObject = SourceDef | ViewDef | SinkDef | MaterializedViewDef
 
 # Which kinds a relation reference in FROM may name.
@@ -162,6 +176,7 @@ class Catalog:
 
     objects: dict[str, CatalogObject] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_SETTINGS))
+    functions: dict[str, FunctionDef] = field(default_factory=dict)  # Python scalar functions by lower-cased name
 
     def get(self, name: str) -> CatalogObject | None:
         return self.objects.get(name.lower())

@@ -71,7 +71,8 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("INSERT INTO ads (|", ["id", "title"]),
     ("INSERT INTO ads (id, |", ["id", "title"]),
     ("INSERT INTO ads |", ["VALUES", "SELECT"]),
-    ("CREATE |", ["STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "OR REPLACE"]),
+    ("CREATE |", ["STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "FUNCTION", "TEMPORARY FUNCTION",
+                  "OR REPLACE"]),
     ("CREATE STREAM s (a BIGINT, b TIMESTAMP(3), WATERMARK FOR |", ["a", "b"]),
     ("CREATE STREAM s (a B|", ["BIGINT", "BOOLEAN", "BYTES"]),
     # Options come from the connector's descriptor (planner/connectors/), once the connector is named.
@@ -87,7 +88,7 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("CREATE STREAM s (a BIGINT) WITH (connector = 'file', path = 'x', format = 'json', 'on_error' = |",
      ["'fail'", "'skip'"]),
     ("CREATE STREAM s (a BIGINT) WITH (connector = 'filesystem', format = |",
-     ["'json'", "'csv'", "'parquet'", "'debezium-json'"]),
+     ["'json'", "'csv'", "'parquet'", "'raw'", "'debezium-json'"]),
     ("CREATE SINK k WITH (connector = 'file', |", ["format", "path", "csv.delimiter", "sink.mode"]),
     ("CREATE SINK k WITH (connector = 'print', |", ["'print-identifier'", "'standard-error'"]),
     ("CREATE STREAM s (id BIGINT, ts TIMESTAMP(3)) WITH (connector = 'datagen', 'number-of-rows' = '5', 'fields.i|",

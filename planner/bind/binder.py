@@ -45,11 +45,12 @@ from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
+from .udf import bind_python_calls
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
-    tree = query.tree if isinstance(query, Query) else query
+    tree = bind_python_calls(query.tree if isinstance(query, Query) else query, catalog)
     ctx = BindContext(catalog, source, bind_set=bind_set)
     node = bind_set(tree, ctx)
     check_ranks(node, ctx)

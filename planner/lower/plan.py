@@ -177,10 +177,9 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
-    if route == "spark" and duckdb_only_call(root) is not None:
-        raise _refuse(route, "evaluate the JSON functions (JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_OBJECT, "
-                      "JSON_ARRAY, JSON_STRING, IS JSON)", "they are built on DuckDB's json functions, which Spark "
-                      "SQL does not have; the duckdb route runs them too")
+    duckdb_only = duckdb_only_call(root) if route == "spark" else None
+    if duckdb_only is not None:
+        raise _refuse(route, *duckdb_only)
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
