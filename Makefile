@@ -45,6 +45,7 @@ bench: setup
 	$(BIN)/python benchmarks/joins.py
 	$(BIN)/python benchmarks/repl.py
 	$(BIN)/python benchmarks/state.py
+	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/routes.py
 	$(BIN)/python benchmarks/connectors_postgres.py
 	$(BIN)/python benchmarks/connectors.py

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .engine import Engine
 from .errors import (
+    BackpressureError,
     DsmsError,
     EvaluationError,
     PythonFunctionError,
@@ -65,6 +66,6 @@ def plan(sql: str, catalog):
     return plan_query(query, catalog, stmt.source)
 
 
-__all__ = ["DsmsError", "Engine", "EvaluationError", "PythonFunctionError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
+__all__ = ["BackpressureError", "DsmsError", "Engine", "EvaluationError", "PythonFunctionError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
            "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "udf",
            "__version__"]

@@ -12,7 +12,16 @@ from . import __version__
 from .crash import report_bug
 from .engine import Engine
 from .errors import DsmsError
-from .grammar import CreateMaterializedView, CreateSink, Explain, QueryStatement, parse_script
+from .grammar import (
+    CreateMaterializedView,
+    CreateSink,
+    CreateTableAs,
+    Explain,
+    Insert,
+    QueryStatement,
+    StatementSet,
+    parse_script,
+)
 from .render import format_header, format_rows, format_watermark
 
 
@@ -101,9 +110,9 @@ def _main(parser: argparse.ArgumentParser, args) -> int:
         return shell(args.state_dir, args.shell_engine)
     if args.command is None:
         if args.sql is not None or args.file is not None:
-            text = args.sql if args.sql is not None else _read(args.file)
             base = os.path.dirname(os.path.abspath(args.file)) if args.file else os.getcwd()
             try:
+                text = args.sql if args.sql is not None else _read(args.file)
                 return run_script(text, base, state_dir=args.state_dir, engine=args.shell_engine)
             except DsmsError as e:
                 print(str(e), file=sys.stderr)
@@ -287,6 +296,17 @@ def explain_script(text: str, base_dir: str, out=None) -> int:
             print(engine.explain(planned), file=out)
             if isinstance(inner, CreateMaterializedView):
                 engine.declare(inner)
+        elif isinstance(inner, (Insert, StatementSet, CreateTableAs)):  # explained, never started
+            if not first:
+                print(file=out)
+            first = False
+            print(f"-- {' '.join(inner.text.split())[:70]}", file=out)
+            if isinstance(inner, CreateTableAs):
+                print(engine.explain(engine.plan(inner)), file=out)
+                engine.declare(inner)  # for the statements after it
+            else:
+                explain = Explain(inner.span, inner.source, statement=inner)
+                print(engine.execute_statement(explain, base_dir).message, file=out)
         elif not isinstance(stmt, Explain):
             engine.execute_statement(stmt, base_dir)
     return 0

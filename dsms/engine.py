@@ -22,16 +22,18 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from dataclasses import replace
 
 import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
+from .engine_state import EngineState
+from .flow import admit
 from .grammar import (
     CreateFunction,
     CreateMaterializedView,
     CreateSink,
     CreateSource,
+    CreateTableAs,
     CreateView,
     Describe,
     Diagnostic,
@@ -41,36 +43,35 @@ from .grammar import (
     Insert,
     PauseQuery,
     QueryStatement,
-    ResetOption,
     ResumeQuery,
-    SetOption,
     Show,
     SqlError,
     Statement,
+    StatementSet,
     parse_script,
     parse_statement,
 )
 from .grammar.diagnostics import did_you_mean
-from .inserts import as_deleted, as_inserted, insert_rows, memory_source
+from .insert_jobs import InsertJobs, scanned_sources
+from .inserts import as_deleted, as_inserted, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
-from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
+from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .pull import pulled_views, run_pull
 from .python_functions import create_function, define_function, drop_function, function_key
-from .queries import Queries, RunningQuery, Subscription, rows_table
+from .queries import Queries, RunningQuery, Subscription
 from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
 from .runtime.memory import data_schema
 from .runtime.routes import engine_names
 from .runtime.session import Session
 from .script import ScriptProgress
-from .settings import check_setting
 from .state_dir import StateDir
 
 
-class Engine:
+class Engine(EngineState):
     """Declare streams, run continuous queries over them, read their results.
 
     Args:
@@ -96,6 +97,7 @@ class Engine:
             self.scheduler.batch_rows = batch_rows
         self._ids = itertools.count(1)
         self.queries = Queries(self)
+        self.inserts = InsertJobs(self)  # continuous INSERT INTO, statement sets, CREATE TABLE AS
         self._lock = threading.RLock()  # statements and turns of the jobs do not interleave
         self._replaying: dict | None = None  # the saved object being recreated
         self._in_session = False  # execute_in_session: SET is the client's, not saved
@@ -173,11 +175,14 @@ class Engine:
         return self.session.explain(planned, self.catalog.settings)
 
     def declare(self, sql: str | Statement) -> None:
-        """Add a materialized view to the catalog without running its query (``dsms explain`` plans
-        the statements after it against it)."""
+        """Add a materialized view (or a CREATE TABLE … AS table) to the catalog without running its query
+        (``dsms explain`` plans the statements after it against it)."""
         stmt = parse_statement(sql) if isinstance(sql, str) else sql
+        if isinstance(stmt, CreateTableAs):  # the table, without the insert that would fill it
+            self.inserts.declare(stmt, self.base_dir or os.getcwd())
+            return
         if not isinstance(stmt, CreateMaterializedView):
-            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW statement")
+            raise DsmsError("declare() takes a CREATE MATERIALIZED VIEW or CREATE TABLE … AS statement")
         planned = plan_query(stmt.query, self.catalog, stmt.source)
         self.catalog.add(bind_create_mv(stmt, planned.schema), name=stmt.name, source=stmt.source)
 
@@ -229,6 +234,7 @@ class Engine:
         source = memory_source(self.catalog, name)
         log = self.scheduler.memory_log(source)
         table = to_table(rows, data_schema(log), columns)
+        admit(self, log, source.name)  # backpressure: the queries reading it catch up first
         with self._lock:
             log.append(as_inserted(source, table))
         return table.num_rows
@@ -414,11 +420,13 @@ class Engine:
         return Result("query", query=query.handle, warnings=planned.warnings)
 
     def _do_Insert(self, stmt: Insert, base: str) -> Result:
-        source = memory_source(self.catalog, stmt.target.value, stmt)
-        log = self.scheduler.memory_log(source)
-        table = insert_rows(stmt, data_schema(log), self.catalog, self.scheduler.open_reader)
-        log.append(as_inserted(source, table), tag=self.script_tag)
-        return Result("ok", f"Inserted {table.num_rows} row{'s' if table.num_rows != 1 else ''} into {source.name}")
+        return self.inserts.insert(stmt, base)
+
+    def _do_StatementSet(self, stmt: StatementSet, base: str) -> Result:
+        return self.inserts.statement_set(stmt, base)
+
+    def _do_CreateTableAs(self, stmt: CreateTableAs, base: str) -> Result:
+        return self.inserts.create_table_as(stmt, base)
 
     def _do_Flush(self, stmt, base: str) -> Result:
         self.flush()
@@ -437,6 +445,9 @@ class Engine:
 
     def _do_Explain(self, stmt: Explain, base: str) -> Result:
         inner = stmt.statement
+        if isinstance(inner, (Insert, StatementSet)):
+            text = self.inserts.explain(inner, base)
+            return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
         query = getattr(inner, "query", None)
         if query is None:
             raise SqlError(Diagnostic("EXPLAIN takes a query or a CREATE SINK / VIEW / MATERIALIZED VIEW",
@@ -451,36 +462,6 @@ class Engine:
             text = self.session.explain(planned, self.catalog.settings, logical="logical" in stmt.options)
         return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
 
-    def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
-        if stmt.key is None:
-            rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
-            return Result("rows", table=rows_table(rows, ["key", "value"]))
-        if stmt.key in SETTING_ALIASES:  # Flink's name of a setting
-            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
-        self._set(stmt.key, stmt.value, stmt, save=True)
-        return Result("ok", f"Set {stmt.key} = {stmt.value}")
-
-    def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
-        key = SETTING_ALIASES.get(key, key)  # Flink's name of a setting
-        check_setting(key, value, *((stmt.span, stmt.source) if stmt is not None else ()))
-        if key == "batch.size":
-            self.scheduler.batch_rows = self.batch_rows or int(value)  # for queries started from now on
-        self.catalog.settings[key] = value
-        if save:
-            self._save_settings()
-
-    def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
-        if stmt.key in SETTING_ALIASES:
-            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
-        if stmt.key is None:
-            self.catalog.settings = dict(DEFAULT_SETTINGS)
-        elif stmt.key in DEFAULT_SETTINGS:
-            self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
-        else:
-            self.catalog.settings.pop(stmt.key, None)
-        self._save_settings()
-        return Result("ok", "Reset")
-
     def _do_Drop(self, stmt: Drop, base: str) -> Result:
         name = stmt.name.value
         if stmt.kind == "function":
@@ -494,8 +475,10 @@ class Engine:
                 if stmt.if_exists:
                     return Result("ok", f"query {name} does not exist")
                 self.queries.get(stmt.name, stmt.source)
-            if query.kind == "query":
+            if query.kind in ("query", "insert", "statement set"):
                 self.queries.drop(query.id)
+                if query.kind != "query":
+                    self.inserts.dropped(query.id)
                 return Result("ok", f"Dropped query {query.id}")
             # A sink or materialized view is its query: dropping the query drops the object.
             return self._drop_object(self.catalog.get(query.id), stmt)
@@ -508,9 +491,10 @@ class Engine:
 
     def _drop_object(self, obj, stmt: Drop) -> Result:
         check_unread(self.catalog, obj, stmt, "drop")
-        if obj.object_kind in ("stream", "table"):  # a running SELECT was planned with it too
-            readers = [q.id for q in self.queries.running.values()
-                       if q.kind == "query" and not q.job.done and obj.name.lower() in _scanned(q.planned.optimized)]
+        self.inserts.check_unwritten(obj, stmt)
+        if obj.object_kind in ("stream", "table"):  # a running SELECT (or INSERT) was planned with it too
+            readers = [q.id for q in self.queries.running.values() if q.kind == "query" and not q.job.done
+                       and obj.name.lower() in scanned_sources(q.planned.optimized)] + self.inserts.readers_of(obj.name)
             if readers:
                 raise SqlError(Diagnostic(
                     f"cannot drop {obj.object_kind} '{obj.name}': " + ", ".join(f"query '{r}'" for r in readers)
@@ -533,41 +517,6 @@ class Engine:
         query = self.queries.get(stmt.name, stmt.source)
         return Result("ok", self.queries.resume(query))
 
-    # -- the state directory ----------------------------------------------------------
-
-    def _restore(self) -> None:
-        """Recreate the saved catalog, in order, each object under the settings it was created with."""
-        # Functions first: a view or query saved before a function was dropped and made again calls it.
-        for entry in sorted(self.durable.objects, key=lambda e: e["kind"] != "function"):
-            self.catalog.settings = dict(entry["settings"])
-            if self.batch_rows:
-                self.scheduler.batch_rows = self.batch_rows
-            self._replaying = entry
-            try:
-                self.execute_statement(parse_statement(entry["sql"]), entry["base"])
-            except DsmsError as e:
-                raise DsmsError(f"cannot restore {entry['kind']} '{entry['name']}' from the state directory "
-                                f"{self.durable.path}: {e}") from e
-            finally:
-                self._replaying = None
-        self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
-        if self.catalog.settings.get("batch.size", "").isdigit():
-            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
-        if self.batch_rows:
-            self.scheduler.batch_rows = self.batch_rows
-        for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
-                self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
-
-    def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
-        if self.durable is None or self._replaying is not None:
-            return None
-        return self.durable.record_create(kind, name, stmt.text, base, self.catalog.settings)
-
-    def _save_settings(self) -> None:
-        if self.durable is not None and self._replaying is None and not self._in_session:
-            self.durable.record_settings(self.catalog.settings)
-
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""
         query = self.queries.running.get(name.lower())
@@ -577,10 +526,3 @@ class Engine:
             raise DsmsError(f"no sink or materialized view named '{name}' collects results in memory")
         return query.handle
 
-
-def _scanned(node) -> set[str]:
-    """The (lower-case) names of the streams and tables a plan reads."""
-    names = {node.source.name.lower()} if hasattr(node, "source") and hasattr(node.source, "kind") else set()
-    for child in node.inputs:
-        names |= _scanned(child)
-    return names

@@ -11,6 +11,7 @@ from .grammar.errors import DsmsError, SqlError, SqlSyntaxError
 from .planner.errors import ConnectorRegistryError, LoweringRefused, UnsupportedPlan
 from .runtime.errors import (
     BackfillError,
+    BackpressureError,
     ChangelogError,
     EvaluationError,
     LookupTableError,
@@ -22,7 +23,7 @@ from .runtime.errors import (
     SourceError,
 )
 
-__all__ = ["BackfillError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
+__all__ = ["BackfillError", "BackpressureError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
            "LookupTableError", "LoweringRefused", "PythonFunctionError",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

@@ -101,16 +101,22 @@ class Queries:
     # -- starting and stopping ----------------------------------------------------------
 
     def start(self, qid: str, kind: str, planned: PlannedQuery, sink: SinkDef | None = None,
-              uid: str | None = None, restore: bool = False) -> RunningQuery:
-        """Start a query; with ``restore``, from the newest checkpoint in its folder of the state directory."""
+              uid: str | None = None, restore: bool = False, open_output=None,
+              engine: str | None = None) -> RunningQuery:
+        """Start a query; with ``restore``, from the newest checkpoint in its folder of the state directory.
+
+        ``open_output(saved)``: where its results go, when not a sink or a collector (a continuous INSERT's);
+        ``engine``: the route it must take, whatever SET 'engine' says (a statement set's: the runtime).
+        """
         saved = found = None
         if restore and uid is not None:
             found = self.session.latest_checkpoint(self.engine.durable.checkpoint_dir(uid))
             saved = found[1] if found else None
-        output = self.session.open_output(kind, planned, sink, saved,
-                                           durable=self.engine.durable is not None)
+        output = open_output(saved) if open_output is not None else \
+            self.session.open_output(kind, planned, sink, saved, durable=self.engine.durable is not None)
         # A restored query stays on the route its checkpoint was taken on.
-        job = self.session.start(qid, planned, self.engine.catalog.settings, output, saved)
+        settings = self.engine.catalog.settings
+        job = self.session.start(qid, planned, {**settings, "engine": engine} if engine else settings, output, saved)
         handle = QueryHandle(self.engine, qid, job, output, planned.changelog, planned.warnings) \
             if isinstance(output, CollectOutput) else None
         query = RunningQuery(qid, kind, job, output, planned, handle, uid)
@@ -123,13 +129,16 @@ class Queries:
         self.running[qid.lower()] = query
         return query
 
-    def restore(self, qid: str, kind: str, planned: PlannedQuery, sink: SinkDef | None, uid: str) -> RunningQuery:
+    def restore(self, qid: str, kind: str, planned: PlannedQuery, sink: SinkDef | None, uid: str,
+                open_output=None, engine: str | None = None) -> RunningQuery:
         """A saved sink's or materialized view's query again, from its newest checkpoint, paused or failed as it was."""
         status = self.engine.durable.query(uid)
         try:
-            query = self.start(qid, kind, planned, sink, uid=uid, restore=True)
+            query = self.start(qid, kind, planned, sink, uid=uid, restore=True, open_output=open_output,
+                               engine=engine)
         except DsmsError as e:  # e.g. an input file gone: the query is failed, the engine starts
-            return self.start_failed(qid, kind, planned, uid, e)
+            # (a query that had failed keeps its own error: what it read may be gone since)
+            return self.start_failed(qid, kind, planned, uid, DsmsError(status["failed"]) if status["failed"] else e)
         if status["paused"]:
             query.job.pause()
         if status["failed"]:

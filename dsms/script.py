@@ -14,6 +14,7 @@ from .grammar import (
     CreateMaterializedView,
     CreateSink,
     CreateSource,
+    CreateTableAs,
     CreateView,
     Drop,
     DsmsError,
@@ -23,11 +24,12 @@ from .grammar import (
     ResumeQuery,
     SetOption,
     Statement,
+    StatementSet,
 )
 
 # Statements whose effect a state directory keeps: on a restart they are not run again.
 _DURABLE = (CreateSource, CreateView, CreateSink, CreateMaterializedView, Drop, SetOption, ResetOption, Insert,
-            PauseQuery, ResumeQuery)
+            PauseQuery, ResumeQuery, StatementSet, CreateTableAs)
 
 
 class ScriptProgress:
@@ -38,7 +40,7 @@ class ScriptProgress:
         self.texts = [_normal(s.text) for s in statements]
         self.kinds = [isinstance(s, _DURABLE) for s in statements]
         saved = durable.script if durable else []
-        tags = [t for log in memory_logs for t in log.tags if isinstance(t, int)]
+        tags = [log.last_tag for log in memory_logs if log.last_tag is not None]
         self.count = max([len(saved), *(t + 1 for t in tags)])
         for i, text in enumerate(saved[: len(self.texts)]):
             if text != self.texts[i]:

@@ -14,7 +14,8 @@ from .planner.timeutil import parse_duration
 from .runtime.routes import backfill_names, engine_names
 
 _VALUES = {"engine": engine_names, "backfill": backfill_names, "emit": lambda: ("final", "changes"),
-           "strict": lambda: ("true", "false"), "join.stream_table": lambda: ("lookup", "regular")}
+           "strict": lambda: ("true", "false"), "join.stream_table": lambda: ("lookup", "regular"),
+           "insert.backpressure": lambda: ("block", "error")}
 
 
 def check_setting(key: str, value: str, span: Span | None = None, source: str | None = None) -> None:
@@ -36,14 +37,14 @@ def check_setting(key: str, value: str, span: Span | None = None, source: str | 
     if allowed and value.lower() not in allowed:
         raise SqlError(Diagnostic(f"invalid value '{value}' for '{key}'", span, source,
                                   help="expected one of: " + ", ".join(allowed)))
-    if key == "batch.max_bytes":
+    if key in ("batch.max_bytes", "memory.retention", "insert.max_pending"):
         try:
             parse_size(value)
         except ValueError as e:
             raise SqlError(Diagnostic(str(e), span, source)) from None
     if key == "batch.size" and (not value.isdigit() or int(value) < 1):
         raise SqlError(Diagnostic(f"'batch.size' needs a positive whole number, not '{value}'", span, source))
-    if key in ("checkpoint.interval", "state.ttl"):
+    if key in ("checkpoint.interval", "state.ttl", "insert.timeout"):
         try:
             parse_duration(value)
         except ValueError as e:

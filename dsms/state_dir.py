@@ -98,6 +98,17 @@ class StateDir:
         self.save()
         self._remove_files(old["uid"])
 
+    def record_redeclared(self, name: str, sql: str) -> None:
+        """``name`` is declared by ``sql`` from now on, where it was in the replay order and keeping its
+        journal (a CREATE TABLE … AS SELECT whose query was dropped: the table stays, the query goes)."""
+        entry = self.entry(name)
+        if entry is None:
+            return
+        entry["sql"] = sql
+        self.data["queries"].pop(entry["uid"], None)
+        self.save()
+        shutil.rmtree(self.checkpoint_dir(entry["uid"]), ignore_errors=True)
+
     def record_settings(self, settings: dict) -> None:
         self.data["settings"] = dict(settings)
         self.save()

@@ -301,6 +301,20 @@ class _Build(Transformer):
         columns = next((c for c in children if isinstance(c, tuple)), ())
         return st.Insert(_span(meta), self.source, target=target, columns=columns, query=self._query(children[-1]))
 
+    @v_args(meta=True)
+    def statement_set(self, meta, children):
+        inserts = tuple(c for c in children if isinstance(c, st.Insert))
+        return st.StatementSet(_span(meta), self.source, inserts=inserts)
+
+    @v_args(meta=True)
+    def create_table_as(self, meta, children):
+        kind = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+        name = next(c for c in children if isinstance(c, st.Name))
+        options = next((c for c in children if isinstance(c, dict)), {})
+        return st.CreateTableAs(_span(meta), self.source, kind=kind, name=name, options=options,
+                                query=self._query(children[-1]),
+                                if_not_exists="if_not_exists" in self._flags(children))
+
     def show_what(self, children):
         return str(children[0]).lower()
 

@@ -126,6 +126,24 @@ class Insert(Statement):
 
 
 @dataclass(frozen=True)
+class StatementSet(Statement):
+    """``EXECUTE STATEMENT SET BEGIN INSERT …; INSERT …; END``: the inserts run as one job."""
+
+    inserts: tuple[Insert, ...] = ()
+
+
+@dataclass(frozen=True)
+class CreateTableAs(Statement):
+    """``CREATE TABLE name WITH (…) AS SELECT …``: a table with the query's columns, filled continuously."""
+
+    kind: str = "table"  # table | stream
+    name: Name | None = None
+    options: dict = field(default_factory=dict)
+    query: Query | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
 class Show(Statement):
     what: str = ""  # streams, tables, views, sinks, queries, functions, progress, connectors, materialized views
     name: Name | None = None

@@ -32,6 +32,7 @@ from .lower.stream import unbounded_sources
 from .optimizer import optimize
 from .physical.planner import plan_physical
 from .physical.specs import OP, PhysicalPlan
+from .physical.statement_set import PlannedSet, plan_statement_set
 from .timeutil import state_ttl
 from .types import Schema
 
@@ -121,4 +122,5 @@ def plan_query(query: Query | str, catalog: Catalog, source: str | None = None) 
 
 
 __all__ = ["Catalog", "declare", "Lowered", "LoweringRefused", "PlannedQuery", "UnsupportedPlan", "bind_query", "explain_logical", "explain_physical",
-           "lower_plan", "optimize", "plan_physical", "plan_query"]
+           "lower_plan", "optimize", "plan_physical", "plan_query",
+           "PlannedSet", "plan_statement_set"]

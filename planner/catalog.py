@@ -29,6 +29,10 @@ DEFAULT_SETTINGS = {
     "batch.max_bytes": str(2 * 1024**3),
     "batch.size": "65536",  # rows per micro-batch read from files
     "checkpoint.interval": "5 s",  # how often standing queries are checkpointed (with a state directory)
+    "memory.retention": "16MB",  # consumed rows a memory stream keeps for queries started later
+    "insert.max_pending": "64MB",  # engine.insert holds back while queries have this much unread
+    "insert.backpressure": "block",  # block (up to insert.timeout, giving queries turns) | error
+    "insert.timeout": "30 s",
     "python.files": "",  # where CREATE FUNCTION imports from, besides the script's folder (Flink's python.files)
 }
 

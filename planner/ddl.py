@@ -30,11 +30,15 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
         return SqlError(Diagnostic(message, stmt.span, stmt.source, help=help))
 
     descriptor = _connector_of(options, role, error)
-    allowed = descriptor.options_for(role)
+    if role == "table":  # as in Flink, a declared table is read, written (INSERT INTO) or both
+        role = "source" if descriptor.source or descriptor.lookup else "sink"
+        allowed = descriptor.options_for(role) + (descriptor.options_for("sink") if descriptor.sink else ())
+    else:
+        allowed = descriptor.options_for(role)
     for key, value in options.items():
         if key != "connector":
             _check_option(descriptor, allowed, role, key, value, error)
-    for option in allowed:
+    for option in descriptor.options_for(role):
         if option.required and option.name not in options:
             raise error(f"the {descriptor.name} connector needs '{option.name}'",
                         help=f"add '{option.name}' = '...' to WITH (...): {option.help}")
@@ -48,15 +52,15 @@ def check_options(options: dict, role: str, stmt, schema: Schema | None = None) 
 
 def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
     """The descriptor ``connector = '...'`` names, if it can play ``role``."""
-    what = "a source" if role == "source" else "a sink"
+    what = {"source": "a source", "sink": "a sink", "table": "a stream or table"}[role]
     name = options.get("connector")
     if name is None:
         raise error(f"{what} needs a connector",
-                    help=f"add WITH (connector = '{' | '.join(connector_names(role))}', ...)")
+                    help=f"add WITH (connector = '{' | '.join(connector_names(None if role == 'table' else role))}', ...)")
     descriptor = find(name)
     if descriptor is None:
         raise error(f"unknown connector '{name}'", help=did_you_mean(name, connector_names()))
-    if role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
+    if role != "table" and role not in descriptor.kinds and not (role == "source" and descriptor.lookup):  # a lookup table is declared
         can = [n for d in connectors() if role in d.kinds for n in d.names]
         raise error(f"connector '{descriptor.name}' cannot be {what} (it is a {' and '.join(descriptor.kinds)})",
                     help=f"{role}s: " + ", ".join(f"'{n}'" for n in can))
@@ -64,7 +68,8 @@ def _connector_of(options: dict, role: str, error) -> ConnectorDescriptor:
 
 
 def _check_option(descriptor: ConnectorDescriptor, allowed, role: str, key: str, value: str, error) -> None:
-    option = next((o for o in allowed if o.name == key), None) or \
+    named = [o for o in allowed if o.name == key]  # a table's 'format' may be its source's or its sink's
+    option = next((o for o in named if o.check(value) is None), named[0] if named else None) or \
         next((o for o in allowed if o.is_pattern and o.matches(key)), None)
     if option is None:
         if descriptor.option(key) is not None:
@@ -101,60 +106,31 @@ def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = Non
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:
     """Check a CREATE STREAM / TABLE and turn it into a SourceDef."""
     src = stmt.source
-    fields: list[Field] = []
-    for c in stmt.columns:
-        if any(f.name.lower() == c.name.value.lower() for f in fields):
-            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
-        fields.append(Field(c.name.value, parse_type(c.type_text, c.type_span or c.span, src), nullable=not c.not_null))
-    if not fields:
-        raise SqlError(Diagnostic("a source needs at least one column", stmt.span, src))
+    fields = _bind_columns(stmt)
     physical = tuple(f.name for f in fields)
-
-    computed = []
-    for c in stmt.computed:
-        if any(f.name.lower() == c.name.value.lower() for f in fields):
-            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
-        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
-            # A processing-time attribute: filled with the time each event arrives.
-            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
-            computed.append((c.name.value, c.expr))
-            continue
-        base = Schema(tuple(fields[: len(physical)]))
-        bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
-        fields.append(Field(c.name.value, infer_type(bound, base, src)))
-        computed.append((c.name.value, bound))
-
+    computed = _bind_computed(stmt, fields)
     watermark = None
     if stmt.watermark is not None:
         watermark = _bind_watermark(stmt, fields)
         fields = [Field(f.name, f.type, f.nullable, rowtime=True) if f.name == watermark.column else f for f in fields]
-
-    key = []
-    for k in stmt.primary_key:
-        f = next((f for f in fields if f.name.lower() == k.value.lower()), None)
-        if f is None:
-            raise SqlError(Diagnostic(f"unknown column '{k.value}' in PRIMARY KEY", k.span, src,
-                                      help=did_you_mean(k.value, [f.name for f in fields])))
-        key.append(f.name)
-
-    kind = stmt.kind
-    if kind == "stream" and key:
-        raise SqlError(Diagnostic("a STREAM is append-only and cannot have a PRIMARY KEY", stmt.span, src,
-                                  help="declare it as a TABLE to read it as an updating relation"))
-    if kind == "table" and not key:
-        kind = "stream"  # As in Flink: a table without a key is an append-only stream.
+    key = _bind_primary_key(stmt, fields)
+    kind = _source_kind(stmt, key)
     if key:
         # As in Flink, primary key columns are NOT NULL.
         fields = [Field(f.name, f.type, False, f.rowtime) if f.name in key else f for f in fields]
 
     options = dict(stmt.options)
     physical_schema = Schema(tuple(fields[: len(physical)]))
-    descriptor = check_options(options, "source", stmt, physical_schema)
+    descriptor = check_options(options, "table", stmt, physical_schema)
     fmt = descriptor.format(options.get("format") or options.get("value.format"))
+    if not (descriptor.source or descriptor.lookup):  # a table that is only written (INSERT INTO): no reading rules
+        return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
+                         computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
+                         base_dir=base_dir, ddl=stmt.text)
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
-    if kind == "stream" and fmt is not None and fmt.changelog:
+    if kind == "stream" and fmt is not None and fmt.changelog and fmt.source:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
                                   help="CREATE TABLE name (..., PRIMARY KEY (id) NOT ENFORCED) WITH (...)"))
@@ -173,6 +149,57 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _bind_columns(stmt: CreateSource) -> list[Field]:
+    """The declared (physical and METADATA) columns, each named once."""
+    fields: list[Field] = []
+    for c in stmt.columns:
+        if any(f.name.lower() == c.name.value.lower() for f in fields):
+            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, stmt.source))
+        fields.append(Field(c.name.value, parse_type(c.type_text, c.type_span or c.span, stmt.source),
+                            nullable=not c.not_null))
+    if not fields:
+        raise SqlError(Diagnostic("a source needs at least one column", stmt.span, stmt.source))
+    return fields
+
+
+def _bind_computed(stmt: CreateSource, fields: list[Field]) -> list[tuple[str, exp.Expression]]:
+    """The computed columns (``name AS expr``), bound over the declared columns; appends their fields to ``fields``."""
+    src = stmt.source
+    base = Schema(tuple(fields))
+    computed = []
+    for c in stmt.computed:
+        if any(f.name.lower() == c.name.value.lower() for f in fields):
+            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
+        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
+            # A processing-time attribute: filled with the time each event arrives.
+            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
+            computed.append((c.name.value, c.expr))
+            continue
+        bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
+        fields.append(Field(c.name.value, infer_type(bound, base, src)))
+        computed.append((c.name.value, bound))
+    return computed
+
+
+def _bind_primary_key(stmt: CreateSource, fields: list[Field]) -> list[str]:
+    key = []
+    for k in stmt.primary_key:
+        f = next((f for f in fields if f.name.lower() == k.value.lower()), None)
+        if f is None:
+            raise SqlError(Diagnostic(f"unknown column '{k.value}' in PRIMARY KEY", k.span, stmt.source,
+                                      help=did_you_mean(k.value, [f.name for f in fields])))
+        key.append(f.name)
+    return key
+
+
+def _source_kind(stmt: CreateSource, key: list[str]) -> str:
+    """``stream`` or ``table``: as in Flink, a table without a key is an append-only stream."""
+    if stmt.kind == "stream" and key:
+        raise SqlError(Diagnostic("a STREAM is append-only and cannot have a PRIMARY KEY", stmt.span, stmt.source,
+                                  help="declare it as a TABLE to read it as an updating relation"))
+    return "table" if key else "stream"
 
 
 def _bind_metadata(stmt: CreateSource, descriptor: ConnectorDescriptor) -> tuple[tuple[str, str], ...]:

@@ -31,7 +31,8 @@ def explain_physical(plan: PhysicalPlan, header: str | None = None) -> str:
         for i, child in enumerate(op.inputs):
             visit(child, child_prefix, i == len(op.inputs) - 1, False)
 
-    visit(plan.output, "", True, True)
+    for root in plan.outputs or (plan.output,):  # a statement set: each INSERT's root, sharing what they read
+        visit(root, "", True, True)
     return "\n".join(lines)
 
 

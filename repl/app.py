@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from contextlib import suppress
 
@@ -32,9 +33,9 @@ from prompt_toolkit.patch_stdout import patch_stdout
 import dsms
 from dsms import DsmsError
 from dsms.grammar import Diagnostic, ResetOption, SetOption, SqlError, parse_script
-from dsms.render import format_expanded, format_table
 
 from .completion import SqlCompleter, quote_name
+from .display import Display
 from .highlight import STYLE, SqlLexer, highlight
 from .live import RESULT_MODES, LiveResult
 from .meta import EndSession, read_script, run_meta
@@ -59,7 +60,8 @@ class Repl:
     def __init__(self, engine, *, input=None, output=None, history=None, tick: float = 0.1):
         self.engine = engine
         self.options = {key: default for key, (default, _) in SESSION_OPTIONS.items()}
-        self.expanded = False  # \x: result tables as one block per row
+        self.display = Display()  # \x and \pset: expanded display, the pager
+        self.paging = input is None and output is None and sys.stdout.isatty()  # only on the user's terminal
         self.live: LiveResult | None = None
         self.tick = tick
         self._executing = False
@@ -152,14 +154,15 @@ class Repl:
         try:
             if stripped.startswith("\\"):
                 command, _, rest = stripped.partition(" ")
-                if command == "\\x":  # expanded display of result tables, on or off
-                    self.expanded = not self.expanded
-                    self.print(f"Expanded display is {'on' if self.expanded else 'off'}.")
+                if command == "\\x":  # expanded display of result tables: on, off or auto
+                    self.print(self.display.set_expanded(rest))
+                elif command == "\\pset":
+                    self.print(self.display.set_option(rest))
                 elif command in ("\\i", "\\include"):  # run the statements of a file
                     for stmt in parse_script(read_script(rest.strip())):
                         self.execute(stmt)
                 else:
-                    self.print(run_meta(stripped, self.engine))
+                    self.show(run_meta(stripped, self.engine))
                 return True
             for stmt in parse_script(text):
                 self.execute(stmt)
@@ -187,12 +190,12 @@ class Repl:
             self.live = LiveResult(result.query, self.options["result_mode"])
             self._dirty = True
         elif result.message is not None:
-            self.print(result.message)
+            self.show(result.message)
         elif result.table is not None:
             table = result.table
             if isinstance(stmt, SetOption):  # SET lists the shell's options with the engine's
                 table = _append_options(table, self.options)
-            self.print(format_expanded(table) if self.expanded else format_table(table))
+            self.show(self.display.render(table, self.session.app.output.get_size().columns))
 
     def _session_option(self, stmt) -> bool:
         """SET / RESET of the shell's own options; False if the statement is for the engine."""
@@ -280,6 +283,12 @@ class Repl:
                 fragments.append((style, piece))
         print_formatted_text(FormattedText(fragments), style=STYLE, output=self.session.app.output,
                              include_default_pygments_style=False)
+
+    def show(self, text: str) -> None:
+        """A statement's result: through the pager when it does not fit the terminal (``\\pset pager``)."""
+        size = self.session.app.output.get_size()
+        if not (self.paging and self.display.page(text, size.rows, size.columns)):
+            self.print(text)
 
     def print(self, text: str, style: str = "") -> None:
         print_formatted_text(FormattedText([(style, text)]), style=STYLE, output=self.session.app.output,

@@ -27,10 +27,11 @@ from prompt_toolkit.completion import Completer, Completion
 
 from dsms.planner.connectors import connector_names, find
 from dsms.planner.functions import AGGREGATES, SCALAR_FUNCTIONS
+from dsms.planner.windows import WINDOW_KINDS
 
 from .tokens import TYPES, Token, significant, tokenize
 
-WINDOW_TVFS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
+WINDOW_TVFS = tuple(WINDOW_KINDS)
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 FUNCTIONS = sorted(set(SCALAR_FUNCTIONS) | AGGREGATES | set(WINDOW_TVFS) | {"DESCRIPTOR", "ROW_NUMBER", "PROCTIME",
                                                                             "LATE"})
@@ -50,7 +51,7 @@ DROP_KINDS = {"STREAM": ("stream",), "TABLE": ("table",), "VIEW": ("view",), "SI
               "MATERIALIZED": ("materialized view",)}
 EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREATE SINK", "CREATE MATERIALIZED VIEW")
 TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY")
-META_COMMANDS = ("\\d", "\\i", "\\x", "\\help", "\\q")
+META_COMMANDS = ("\\d", "\\i", "\\x", "\\pset", "\\help", "\\q")
 RELATION_KINDS = ("stream", "table", "view", "materialized view")
 # After these a word is a clause keyword, not an alias.
 _NOT_ALIAS = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "ON",

@@ -1,4 +1,4 @@
-"""Backslash commands: ``\\help``, ``\\d [name]``, ``\\q`` (and ``\\i file``, ``\\x``, run by the shell).
+"""Backslash commands: ``\\help``, ``\\d [name]``, ``\\q`` (and ``\\i file``, ``\\x``, ``\\pset``, run by the shell).
 
 They end at the end of the line (no ``;``) and are the shell's own; SQL
 statements go to the engine.
@@ -26,12 +26,13 @@ Statements end with ';' and may span lines. Backslash commands end at the end of
   SET 'key' = 'value';   SET;   RESET 'key';
       'result_mode' = 'table' (a table updated in place) | 'changelog' (every change, with +I -U +U -D)
 
-  \\i file      run the statements of a file
-  \\x           expanded display (one block per row) on or off
-  \\d           list streams, tables, views, materialized views and sinks
-  \\d name      describe one: its columns and its definition
-  \\help        this text
-  \\q           quit (also Ctrl-D on an empty line)
+  \\i file             run the statements of a file
+  \\x [on|off|auto]    expanded display (a block per row); auto, the default: when wider than the screen
+  \\pset pager on|off  results longer than the screen go through $PAGER (default less -FRSX)
+  \\d                  list streams, tables, views, materialized views and sinks
+  \\d name             describe one: its columns and its definition
+  \\help               this text
+  \\q                  quit (also Ctrl-D on an empty line)
 
 Keys: Tab completes names, columns and keywords; Up/Down recall history; Ctrl-C stops the live query
 (or clears the line); Alt-Enter runs the buffer without a ';'."""
@@ -53,7 +54,7 @@ def run_meta(text: str, engine) -> str:
         return HELP
     if command in ("\\d", "\\d+"):
         return describe(engine, text) if rest.strip() else list_objects(engine)
-    return f"unknown command {command}: \\d [name], \\i file, \\x, \\help and \\q are known"
+    return f"unknown command {command}: \\d [name], \\i file, \\x, \\pset, \\help and \\q are known"
 
 
 def read_script(path: str) -> str:

@@ -108,4 +108,14 @@ def statement_complete(text: str) -> bool:
     if tokens and not tokens[-1].closed:
         return False
     sig = significant(tokens)
-    return bool(sig) and sig[-1].text == ";"
+    return bool(sig) and sig[-1].text == ";" and not _in_statement_set(sig)
+
+
+def _in_statement_set(sig: list[Token]) -> bool:
+    """Inside ``EXECUTE STATEMENT SET BEGIN …`` (or ``BEGIN STATEMENT SET; …``) before its END: a ``;``
+    ends one INSERT of the set, not the statement."""
+    words = [t.text.upper() for t in sig]
+    for i in range(len(words) - 1, 0, -1):
+        if words[i] == "SET" and words[i - 1] == "STATEMENT":
+            return "END" not in words[i + 1:]
+    return False

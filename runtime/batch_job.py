@@ -2,15 +2,22 @@
 
 The engine starts it where it would start a runtime job, with the same
 output (a file sink writer or a collector), so query handles, sinks and
-``dsms run``'s summary work the same. It runs once, on its first step:
-the lowered statement over every file, the final rows written out (an
-updating result's rows as ``+I`` changes, so a changelog sink holds the
-final result), the output closed.
+``dsms run``'s summary work the same. It runs once: the lowered statement over
+every file, the final rows written out (an updating result's rows as
+``+I`` changes, so a changelog sink holds the final result), the output
+closed.
+
+The statement runs on a thread of its own, started by the job's first
+step; each step waits for it a moment and hands the rows it has produced
+to the output, so the thread that drives the engine (the shell's prompt)
+is never blocked for long, and ``cancel`` (Ctrl-C, DROP QUERY) interrupts
+the statement through its executor (``interrupt()``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -56,40 +63,83 @@ class BatchJob(Lifecycle):
         self.paused = False
         self.cancelled = False
         self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._results: list[pa.Table] = []  # rows the statement produced, not yet handed to the output
+        self._outcome: list = []  # the statement's RunStats, or the exception it raised
+        self._began = 0.0
+        self._start_output: tuple | None = None  # the output before the run: what a checkpoint keeps meanwhile
+
+    WAIT_S = 0.05  # how long a step waits for the statement
 
     def step(self) -> bool:
         if not self.runnable:
             return False
-        began = time.perf_counter()
-        rows = [f for f in self.schema if f.name != OP]
-        writer = getattr(self.output, "writer", None)
-        try:
-            if getattr(self.executor, "writes_parts", False) and isinstance(writer, DirectorySink):
-                self.run_stats = self.executor.run(self.lowered, self._write, pa.schema(rows), parts=writer)
-                self.metrics.rows_out = self.run_stats.rows_out  # the executors wrote the parts
-            else:
-                self.run_stats = self.executor.run(self.lowered, self._write, pa.schema(rows))
-        finally:
-            self.metrics.busy_s += time.perf_counter() - began
+        if self._thread is None:
+            self._start_output = self.output.checkpoint()
+            self._began = time.perf_counter()
+            self._thread = threading.Thread(target=self._execute, name="dsms-batch", daemon=True)
+            self._thread.start()
+        self._thread.join(self.WAIT_S)
+        self._hand_over()
+        if self._thread.is_alive():
+            return True
+        self.metrics.busy_s += time.perf_counter() - self._began
+        outcome = self._outcome[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        self.run_stats = outcome
+        if self._writes_parts():
+            self.metrics.rows_out = self.run_stats.rows_out  # the executors wrote the parts
         self.metrics.meter.mark(self.rows_in)
         self.done = True
         self.metrics.finished = time.time()
         self.output.close()
         return True
 
-    def _write(self, table: pa.Table) -> None:
-        if self.updating:
-            table = table.append_column(OP, pa.array(np.zeros(table.num_rows, dtype=np.int8)))
-        self.metrics.rows_out += table.num_rows
-        self.output.write(table)
+    def _execute(self) -> None:
+        """The statement, on its own thread: its rows are collected for ``step`` to hand over."""
+        rows = pa.schema([f for f in self.schema if f.name != OP])
+        try:
+            if self._writes_parts():
+                self._outcome.append(self.executor.run(self.lowered, self._results.append, rows,
+                                                       parts=self.output.writer))
+            else:
+                self._outcome.append(self.executor.run(self.lowered, self._results.append, rows))
+        except BaseException as e:  # handed to the driving thread, which fails the job
+            self._outcome.append(e)
+
+    def _writes_parts(self) -> bool:
+        return getattr(self.executor, "writes_parts", False) and isinstance(getattr(self.output, "writer", None),
+                                                                            DirectorySink)
+
+    def _hand_over(self) -> None:
+        while self._results:
+            table = self._results.pop(0)
+            if self.updating:
+                table = table.append_column(OP, pa.array(np.zeros(table.num_rows, dtype=np.int8)))
+            self.metrics.rows_out += table.num_rows
+            self.output.write(table)
 
     def run(self) -> None:
-        self.step()
+        while self.runnable and self.step():
+            pass
         if self.error is not None:
             raise self.error
 
+    def cancel(self) -> None:
+        """Stop for good; a statement that is running is interrupted."""
+        super().cancel()
+        self._interrupt()
+
     def close(self) -> None:
-        pass
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            interrupt = getattr(self.executor, "interrupt", None)
+            if interrupt is not None:
+                interrupt()
+            self._thread.join(5.0)
 
     # -- what the engine reads of a job ------------------------------------------------------
 
@@ -117,6 +167,9 @@ class BatchJob(Lifecycle):
 
     def snapshot(self) -> Checkpoint:
         """No state: whether it finished, and its output."""
+        if not self.done and self._start_output is not None:  # running: a restart runs it again from the start
+            meta = {"route": self.route, "done": False, "rows_out": 0, "plan": self.fingerprint()}
+            return Checkpoint(meta, {}, *self._start_output)
         meta = {"route": self.route, "done": self.done, "rows_out": self.metrics.rows_out,
                 "plan": self.fingerprint()}
         return Checkpoint(meta, {}, *self.output.checkpoint())

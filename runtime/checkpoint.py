@@ -73,7 +73,8 @@ def complete(job, taken: Checkpoint) -> None:
 def plan_fingerprint(plan: PhysicalPlan) -> str:
     """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
     ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
-    return hashlib.sha256(repr((ops, plan.output)).encode()).hexdigest()[:16]
+    roots = (plan.output, plan.outputs) if plan.outputs else plan.output
+    return hashlib.sha256(repr((ops, roots)).encode()).hexdigest()[:16]
 
 
 # -- on disk --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from ..planner.lower.sql import MAX_BEFORE, OP
 from ..planner.vocabulary import RETRACTIONS
 from .batch_job import BatchRoute
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, RunStats, ScanStats, read_scan
+from .batch_source import read_source_scan
 from .duck import conform
 from .udf import install, udf_failure
 
@@ -42,27 +43,43 @@ class DuckDBExecutor:
     def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
         self.settings = settings or {}
         self.batch_rows = batch_rows
+        self._con = None
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Stop the statement that runs (from another thread: Ctrl-C, DROP QUERY)."""
+        self.interrupted = True
+        con = self._con
+        if con is not None:
+            con.interrupt()
 
     def run(self, lowered: Lowered, write, out_schema: pa.Schema) -> "RunStats":
         """Run ``lowered``; ``write(table)`` receives the result in batches conformed to ``out_schema``."""
         began = time.perf_counter()
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         failure: list[BaseException] = []
-        con = duckdb.connect()
+        con = self._con = duckdb.connect()
         install(con, set())  # the Python functions the statement may call
         scans = []
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
-                plan = ReadPlan.of(spec, self.batch_rows)
-                batches = _counting_late(_remembering(read_scan(plan, scan_stats), failure), spec, scan_stats)
+                if spec.source.descriptor.batch_reader == "source":  # a bounded Kafka read: its own reader
+                    read = read_source_scan(spec, self.batch_rows, scan_stats)
+                else:
+                    read = read_scan(ReadPlan.of(spec, self.batch_rows), scan_stats)
+                batches = _counting_late(_remembering(read, failure), spec, scan_stats)
                 scans.append(batches)
-                con.register(spec.relation, pa.RecordBatchReader.from_batches(plan.relation_schema, batches))
+                con.register(spec.relation, pa.RecordBatchReader.from_batches(spec.relation_schema, batches))
             try:
                 result = con.sql(lowered.sql()).to_arrow_reader(RESULT_ROWS)
                 for batch in result:
+                    if self.interrupted:
+                        raise RouteError("the DuckDB statement was interrupted")
                     write(conform(pa.Table.from_batches([batch]), out_schema))
                     stats.rows_out += batch.num_rows
             except (duckdb.Error, pa.ArrowException, OSError) as e:
+                if self.interrupted:
+                    raise RouteError("the DuckDB statement was interrupted") from None
                 if failure:  # a source's error, reported by DuckDB (or by the Arrow stream) as a failed scan
                     raise failure[0] from None
                 if not isinstance(e, duckdb.Error):
@@ -74,6 +91,7 @@ class DuckDBExecutor:
             if failure:
                 raise failure[0]
         finally:
+            self._con = None
             con.close()
         for batches in scans:
             # What DuckDB did not need to read (a side of an empty join) is still read to its end, as on

@@ -65,3 +65,7 @@ class ChangelogError(DsmsError, ValueError):
 
 class RouteNotFound(DsmsError):
     """No registered route serves a routing choice."""
+
+
+class BackpressureError(DsmsError):
+    """An insert was refused: the queries reading the stream fell too far behind (``'insert.max_pending'``)."""

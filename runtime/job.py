@@ -21,6 +21,7 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
+from ..planner.physical.sort_specs import LimitOp, TemporalSortOp
 from ..planner.physical.specs import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
 from ..planner.physical.stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .checkpoint import Checkpoint, plan_fingerprint
@@ -33,6 +34,7 @@ from .operators.group_agg import GroupAggLogic
 from .operators.over import OverAggLogic
 from .operators.registry_joins import JOIN_LOGICS
 from .operators.session import SessionLogic
+from .operators.sort import LimitLogic, TemporalSortLogic
 from .operators.source import SourceLogic
 from .operators.topn import TopNLogic
 from .operators.window_agg import WindowAggLogic
@@ -45,7 +47,8 @@ OUTPUT = -1  # the pseudo operator that receives the root's output
 
 _LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
            SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
-           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, **JOIN_LOGICS}
+           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, TemporalSortOp: TemporalSortLogic,
+           LimitOp: LimitLogic, **JOIN_LOGICS}
 
 
 class ValuesSource:
@@ -181,7 +184,10 @@ class Job(Lifecycle):
         for op in plan.ops:
             for port, parent in enumerate(op.inputs):
                 self.children[parent].append((op.id, port))
-        self.children[plan.output].append((OUTPUT, 0))
+        # The root's results go to the output; a statement set's roots each to their own (port = its index).
+        for port, root in enumerate(plan.outputs or (plan.output,)):
+            self.children[root].append((OUTPUT, port))
+        self._root_wm = [MIN_WATERMARK] * len(plan.outputs or (plan.output,))
         self.in_wm = {op.id: [MIN_WATERMARK] * len(op.inputs) for op in plan.ops}
         self.combined = {op.id: MIN_WATERMARK for op in plan.ops}
         self.out_wm = {op.id: MIN_WATERMARK for op in plan.ops}
@@ -280,7 +286,10 @@ class Job(Lifecycle):
         for child, port in self.children[op_id]:
             if child == OUTPUT:
                 self.metrics.rows_out += table.num_rows
-                self.output.write(table)
+                if self.plan.outputs:
+                    self.output.write_port(port, table)
+                else:
+                    self.output.write(table)
                 continue
             for out in self._evaluate(child, self.logics[child].on_batch, port, table):
                 if out.num_rows:
@@ -312,7 +321,8 @@ class Job(Lifecycle):
         self.out_wm[op_id] = watermark
         for child, port in self.children[op_id]:
             if child == OUTPUT:
-                self.output_watermark = watermark
+                self._root_wm[port] = watermark
+                self.output_watermark = min(self._root_wm)
                 continue
             self.in_wm[child][port] = watermark
             self._combine(child)
@@ -363,6 +373,13 @@ class Job(Lifecycle):
                     self._advance(op_id, source.watermark)  # what its partitions with data reached, first
                 self.source_idle[op_id] = idle
                 self._set_idle(op_id, idle)
+
+    def fail(self, error: BaseException) -> None:
+        super().fail(error)
+        for _, source in self.sources:  # a failed job reads no more: shared logs need not wait for it
+            release = getattr(getattr(source, "reader", None), "release", None)
+            if release is not None:
+                release()
 
     def close(self) -> None:
         """Release the job's DuckDB connection, its open source files and operators' connections."""
@@ -437,6 +454,7 @@ class Job(Lifecycle):
         self.combined = {int(k): v for k, v in meta["combined"].items()}
         self.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
         self.output_watermark = meta["output_watermark"]
+        self._root_wm = [self.output_watermark] * len(self._root_wm)
         self.metrics.rows_out = int(meta["rows_out"])
         self.done = bool(meta["done"])
 

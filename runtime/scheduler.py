@@ -24,7 +24,7 @@ from .connectors.base import SourceContext, SourceReader
 from .connectors.factory import open_source, read_request
 from .duck import Duck
 from .job import Job, Output
-from .memory import MemoryLog
+from .memory import DEFAULT_RETENTION, MemoryLog
 from .operators.base import Env
 from .state import StateStore
 
@@ -40,6 +40,7 @@ class Scheduler:
         self.failures: list[tuple[str, Job]] = []  # (job name, job) in the order they failed
         # source -> a Journal that keeps its memory log on disk (a state directory), or None
         self.journal_for = journal_for
+        self.memory_retention = DEFAULT_RETENTION  # bytes of consumed rows a memory log keeps
 
     # -- shared logs --------------------------------------------------------------
 
@@ -51,14 +52,23 @@ class Scheduler:
             if source.kind == "table":
                 schema = schema.append(pa.field(OP, pa.int8()))  # a table's log holds changes by key
             journal = self.journal_for(source, schema) if self.journal_for else None
-            self.memory[key] = MemoryLog(schema, journal)
+            self.memory[key] = MemoryLog(schema, journal, trims=source.kind != "table",
+                                         retention=self.memory_retention)
         return self.memory[key]
 
     def late_log(self, op: SourceOp) -> MemoryLog:
         key = op.source.name.lower()
         if key not in self.late:
-            self.late[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in op.source.schema]))
+            self.late[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in op.source.schema]),
+                                       retention=self.memory_retention)
         return self.late[key]
+
+    def retain(self, retention: int) -> None:
+        """Keep ``retention`` bytes of consumed rows in every memory log (``SET 'memory.retention'``)."""
+        self.memory_retention = retention
+        for log in [*self.memory.values(), *self.late.values()]:
+            log.retention = retention
+            log.trim()
 
     def drop_source(self, name: str) -> None:
         log = self.memory.pop(name.lower(), None)

@@ -16,10 +16,16 @@ dead letters are the runtime's; ``__mx`` is the running maximum within
 each file and the lowered SQL adds the earlier files' maxima. That SQL
 reads the relation twice (the per-file maxima, then the rows), so the
 relation is cached for the run instead of read twice. On a cluster the
-workers need dsms installed and the files at the same paths.
+driver ships dsms to the executors (``spark_ship.py``); the workers need
+its dependencies and the files at the same paths.
 
 Results are collected as Arrow and handed to the output on the driver,
 which writes the sink file (a sink is one file, as on every route).
+
+The JVM's own output (log4j's console, the launcher's warnings, Python
+workers' stderr) never reaches the terminal: the JVM is started with its
+standard error on ``spark-<pid>.log`` under ``$DSMS_LOG_DIR`` (default:
+``dsms/`` in the temporary folder), which Spark's error messages name.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from functools import partial
 
 import pyarrow as pa
@@ -45,8 +52,10 @@ from .batch_read import (
     read_files,
     source_error_in,
 )
+from .batch_source import read_source_scan
 from .connectors.dir_sink import DirectorySink, write_part
 from .duck import conform
+from .spark_ship import ship_to_executors
 
 _SPARK_TYPES = {pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT",
                 pa.int64(): "BIGINT", pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "STRING",
@@ -70,7 +79,10 @@ def spark_schema(schema: pa.Schema) -> str:
 def spark_session(settings: dict):
     """The process's SparkSession, created on first use from the ``spark.*`` settings."""
     global _session
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run dsms's readers
+    # The workers' Python (they run dsms's readers): SET 'spark.pyspark.python', PYSPARK_PYTHON, else the driver's.
+    if settings.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     if _session is None or _session._jsc is None:
@@ -82,7 +94,10 @@ def spark_session(settings: dict):
         for key, value in settings.items():
             if key.startswith("spark.") and key != "spark.master":
                 builder = builder.config(key, value)
-        _session = builder.getOrCreate()
+        with _stderr_to(spark_log_path()):  # the JVM, started here, keeps this standard error
+            _session = builder.getOrCreate()
+        if not master.startswith("local"):  # a cluster's workers get the driver's dsms from the session
+            ship_to_executors(_session.sparkContext)
         if "spark.log.level" not in settings:
             _session.sparkContext.setLogLevel("ERROR")
     for key, value in settings.items():  # SQL settings also apply to a session that already runs
@@ -90,6 +105,32 @@ def spark_session(settings: dict):
             _session.conf.set(key, value)
     _session.conf.set("spark.sql.session.timeZone", "UTC")
     return _session
+
+
+def spark_log_path() -> str:
+    """Where the JVM of this process's Spark session writes its logs."""
+    folder = os.environ.get("DSMS_LOG_DIR") or os.path.join(tempfile.gettempdir(), "dsms")
+    return os.path.join(folder, f"spark-{os.getpid()}.log")
+
+
+@contextmanager
+def _stderr_to(path: str):
+    """File descriptor 2 on ``path`` meanwhile (processes started meanwhile keep it); as it was afterwards."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # no log folder: Spark's output goes where it would have gone
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(log, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
 
 
 class SparkExecutor:
@@ -101,6 +142,14 @@ class SparkExecutor:
     def __init__(self, settings: dict | None = None, batch_rows: int = BATCH_ROWS):
         self.settings = settings or {}
         self.batch_rows = batch_rows
+        self.group = f"dsms-{id(self):x}"  # Spark's jobs for this statement, to cancel them together
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Cancel the statement's Spark jobs (from another thread: Ctrl-C, DROP QUERY)."""
+        self.interrupted = True
+        if _session is not None and _session._jsc is not None:
+            _session.sparkContext.cancelJobGroup(self.group)
 
     def run(self, lowered: Lowered, write, out_schema: pa.Schema, parts: DirectorySink | None = None) -> RunStats:
         """Run ``lowered``: its rows to ``write`` on the driver, or written by the executors as ``parts``."""
@@ -108,6 +157,9 @@ class SparkExecutor:
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         spark = spark_session(self.settings)
         stats.startup_seconds = time.perf_counter() - began
+        if self.interrupted:
+            raise RouteError("the Spark statement was interrupted")
+        spark.sparkContext.setJobGroup(self.group, "dsms statement", interruptOnCancel=True)
         scans = BoundedScans(spark, self.batch_rows)
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
@@ -122,6 +174,8 @@ class SparkExecutor:
                         write(table)
                     stats.rows_out = table.num_rows
             except Exception as e:  # noqa: BLE001 - Spark's errors come through Py4J
+                if self.interrupted:
+                    raise RouteError("the Spark statement was interrupted") from None
                 raise _translate(e) from None
             scans.finish()
         finally:
@@ -146,6 +200,12 @@ class BoundedScans:
 
     def add(self, spec, stats: ScanStats, cache: bool = False):
         spark = self.spark
+        if spec.source.descriptor.batch_reader == "source":  # a bounded Kafka read: read whole on the driver
+            stats.late = None
+            table = pa.Table.from_batches(list(read_source_scan(spec, self.batch_rows, stats)), spec.relation_schema)
+            frame = spark.createDataFrame(_zoned(table), spark_schema(spec.relation_schema)).persist()
+            self.cached.append(frame)
+            return frame
         plan = ReadPlan.of(spec, self.batch_rows)
         stats.late = None  # judged inside the statement, not counted
         files = plan.files()
@@ -230,6 +290,12 @@ def _write_task(spec, batch: int, out_schema: pa.Schema, batches):
         yield pa.RecordBatch.from_pydict({"hidden": [done[0]], "final": [done[1]], "rows": [done[2]]})
 
 
+def _zoned(table: pa.Table) -> pa.Table:
+    """dsms's naive timestamps as UTC instants, which Spark's TIMESTAMP takes as they are (its zone is UTC)."""
+    columns = [c.cast(pa.timestamp("us", tz="UTC")) if pa.types.is_timestamp(c.type) else c for c in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
 def _naive(table: pa.Table) -> pa.Table:
     """Spark's timestamps arrive with the session's zone (UTC): keep their wall clock."""
     columns = []
@@ -247,7 +313,7 @@ def _translate(e: Exception) -> Exception:
     if found is not None:
         return found
     first = next((line for line in text.splitlines() if line.strip()), type(e).__name__)
-    return RouteError(f"Spark could not run the lowered statement: {first}")
+    return RouteError(f"Spark could not run the lowered statement: {first} (Spark's log: {spark_log_path()})")
 
 
 ROUTE = BatchRoute("spark", SparkExecutor)

@@ -165,11 +165,14 @@ DSMS = os.path.join(os.path.dirname(sys.executable), "dsms")
 class Terminal:
     """``dsms`` in a pseudo-terminal, its screen kept by pyte."""
 
-    def __init__(self, args: list[str], home: str, rows: int = 40, cols: int = 120, cwd: str | None = None):
+    def __init__(self, args: list[str], home: str, rows: int = 40, cols: int = 120, cwd: str | None = None,
+                 env: dict | None = None):
         self.screen = pyte.HistoryScreen(cols, rows, history=10_000)
         self.stream = pyte.ByteStream(self.screen)
         self.cols = cols
-        env = dict(os.environ, HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+        # No pager unless a test asks for one (an empty PAGER never pages): a long result would wait in less.
+        env = {**os.environ, "HOME": str(home), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "PAGER": "",
+               **(env or {})}
         self.child = pexpect.spawn(DSMS, args, dimensions=(rows, cols), env=env, cwd=cwd, timeout=10)
 
     def pump(self, seconds: float = 0.1) -> None:

@@ -197,7 +197,7 @@ def test_backslash_d_lists_and_describes():
             await sh.wait_for("view 'clickz'\n --> line 1, column 4\n  |\n1 | \\d clickz\n  |    ^^^^^^\n"
                               "  = help: did you mean 'clicks'?")
             await sh.run("\\help")
-            await sh.wait_for("\\d name      describe one")
+            await sh.wait_for("\\d name             describe one")
 
     run(scenario)
 

@@ -57,9 +57,9 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("SELECT * FROM clicks c |", None),  # the next clause: keywords only
     # statements and their objects
     ("|", ["SELECT", "CREATE", "INSERT INTO", "SHOW", "DESCRIBE", "EXPLAIN", "DROP", "SET", "RESET", "PAUSE QUERY",
-           "RESUME QUERY", "FLUSH", "WITH", "VALUES", "\\d", "\\i", "\\x", "\\help", "\\q"]),
+           "RESUME QUERY", "FLUSH", "WITH", "VALUES", "\\d", "\\i", "\\x", "\\pset", "\\help", "\\q"]),
     ("sh|", ["show"]),
-    ("\\|", ["\\d", "\\i", "\\x", "\\help", "\\q"]),
+    ("\\|", ["\\d", "\\i", "\\x", "\\pset", "\\help", "\\q"]),
     ("\\d |", RELATIONS + ["out"]),
     ("DESCRIBE o|", ["ones", "out"]),
     ("SHOW |", ["STREAMS", "TABLES", "VIEWS", "MATERIALIZED VIEWS", "SINKS", "QUERIES", "FUNCTIONS", "PROGRESS",

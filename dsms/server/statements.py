@@ -124,7 +124,8 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
                        result.table, notices=list(result.warnings))
     if isinstance(stmt, Insert):
         count = re.search(r"Inserted (\d+)", result.message or "")
-        return Outcome(f"INSERT 0 {count.group(1) if count else 0}")
+        # INSERT … SELECT over streams starts a standing query: its id comes as a notice
+        return Outcome(f"INSERT 0 {count.group(1) if count else 0}", notices=[] if count else [result.message])
     notices = list(result.warnings)
     if isinstance(stmt, (PauseQuery, ResumeQuery, Drop)) or (result.message or "").endswith(("exists", "nothing to pause",
                                                                                                  "is not paused")):

@@ -11,7 +11,7 @@ from .descriptor import ConnectorDescriptor, Format, Option, OptionError
 
 STARTUP_MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
 BOUNDED_MODES = ("latest-offset", "group-offsets", "timestamp", "specific-offsets")
-KEY_FORMATS = ("json", "csv", "raw")
+KEY_FORMATS = ("json", "csv", "raw", "avro")
 OFFSETS_EXAMPLE = "'partition:0,offset:42;partition:1,offset:300'"
 
 # Options both Kafka connectors take.
@@ -53,13 +53,23 @@ def check_kafka(options, schema, role: str) -> None:
     if "format" in options and "value.format" in options and options["format"] != options["value.format"]:
         raise OptionError("'format' and 'value.format' name the same thing: give one")
     for mode_key, prefix in (("scan.startup.mode", "scan.startup"), ("scan.bounded.mode", "scan.bounded")):
-        mode = options.get(mode_key, "").lower()
-        if mode == "timestamp" and f"{prefix}.timestamp-millis" not in options:
-            raise OptionError(f"'{mode_key}' = 'timestamp' needs '{prefix}.timestamp-millis'",
-                              help=f"add '{prefix}.timestamp-millis' = '1700000000000'")
-        if mode == "specific-offsets" and f"{prefix}.specific-offsets" not in options:
-            raise OptionError(f"'{mode_key}' = 'specific-offsets' needs '{prefix}.specific-offsets'",
-                              help=f"add '{prefix}.specific-offsets' = {OFFSETS_EXAMPLE}")
+        _check_mode(options, mode_key, prefix)
+    _check_key_fields(options, schema, role)
+
+
+def _check_mode(options, mode_key: str, prefix: str) -> None:
+    """A startup or bounded mode has the option it reads its position from."""
+    mode = options.get(mode_key, "").lower()
+    if mode == "timestamp" and f"{prefix}.timestamp-millis" not in options:
+        raise OptionError(f"'{mode_key}' = 'timestamp' needs '{prefix}.timestamp-millis'",
+                          help=f"add '{prefix}.timestamp-millis' = '1700000000000'")
+    if mode == "specific-offsets" and f"{prefix}.specific-offsets" not in options:
+        raise OptionError(f"'{mode_key}' = 'specific-offsets' needs '{prefix}.specific-offsets'",
+                          help=f"add '{prefix}.specific-offsets' = {OFFSETS_EXAMPLE}")
+
+
+def _check_key_fields(options, schema, role: str) -> None:
+    """'key.fields' comes with a 'key.format' and names columns that exist."""
     fields = [f.strip() for f in options.get("key.fields", "").split(";") if f.strip()]
     if fields and "key.format" not in options:
         raise OptionError("'key.fields' needs a 'key.format'", help="add 'key.format' = 'json'")
@@ -76,11 +86,11 @@ DESCRIPTOR = ConnectorDescriptor(
     help="Kafka topics: a stream per topic (or topics), results as messages, exactly once",
     module="dsms.runtime.connectors.kafka",
     source=True, sink=True, tables=True,
-    formats=(Format("json"), Format("csv"), Format("raw"), Format("debezium-json", changelog=True),
+    formats=(Format("json"), Format("csv"), Format("raw"), Format("avro"), Format("debezium-json", changelog=True),
              Format("changelog-json", source=False, changelog=True)),
     format_required=False,  # 'value.format' may name it instead (check_kafka)
     options=COMMON + (
-        Option("value.format", "enum", values=("json", "csv", "raw", "debezium-json", "changelog-json"),
+        Option("value.format", "enum", values=("json", "csv", "raw", "avro", "debezium-json", "changelog-json"),
                help="Flink's other name for 'format'"),
         Option("topic-pattern", help="a regular expression: every topic whose name matches", scope="source"),
         Option("scan.startup.mode", "enum", "group-offsets", values=STARTUP_MODES,
@@ -93,6 +103,9 @@ DESCRIPTOR = ConnectorDescriptor(
         Option("scan.bounded.specific-offsets", help=f"for 'specific-offsets': {OFFSETS_EXAMPLE}", scope="source"),
     ),
     bounded=lambda options: "scan.bounded.mode" in options, bounded_note="with scan.bounded.mode",
+    # A bounded read is read whole by the batch routes, through this connector's own reader.
+    batch_readable=lambda options: "scan.bounded.mode" in options, batch_reader="source",
+    batch_note="with scan.bounded.mode", partitioned=True,
     accepts_changes=False,
     check=check_kafka,
     metadata=METADATA,

@@ -31,8 +31,8 @@ Example:
     >>> lowered = lower_plan(p.optimized, "spark")
     >>> [(s.relation, s.source.name, s.drop_late, s.per_window) for s in lowered.scans]  # the window judges
     [('__scan0', 's', False, True)]
-    >>> print(lowered.sql(pretty=True).splitlines()[-4:])  # the last CTE is the query's SELECT list
-    ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`']
+    >>> print(lowered.sql(pretty=True).splitlines()[-6:])  # the query's SELECT list, in window order
+    ['SELECT', '  `window_start`,', '  `n`', 'FROM `n6`', 'ORDER BY', '  `window_start` NULLS LAST']
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from functools import partial
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
+from ..analysis.needed_columns import required_columns
 from ..catalog import SourceDef
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
@@ -50,13 +51,15 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
+from ..logical.sort import Limit, TemporalSort
 from ..physical.plan_window import time_kinds
-from ..physical.planner import required_columns, scans_judged_per_window, scans_under_event_time
+from ..physical.planner import scans_judged_per_window, scans_under_event_time
 from ..types import Schema
 from .duckdb_only import duckdb_only_call
 from .join import lower_join
 from .rank import lower_over, lower_snapshot_diff, lower_topn
 from .scan import ScanSpec, scan_select, scan_spec, table_state
+from .sort import limit_refusal, lower_limit, lower_temporal_sort, result_order
 from .sql import DIALECTS, ORDER, RUNTIME, LoweringRefused, alias, c, cast, table
 from .sqlgen import typed
 from .stream import check_stream, streaming_nodes
@@ -105,6 +108,14 @@ class Lowered:
             lines.append("-- a Spark Structured Streaming query in append mode: each row is written once")
         for s in self.scans:
             src = s.source
+            if src.descriptor.batch_reader == "source":  # a bounded read of a connector (Kafka), in one pass
+                lines.append(f"-- {s.relation}: {src.name} (connector '{src.connector}', a bounded read), read by "
+                             f"its connector's reader: {', '.join(s.relation_schema.names)}")
+                if s.time_column and s.drop_late:
+                    lines.append(f"--   __mx: the largest {s.time_column} before each row that the source's watermark "
+                                 f"holds (per partition: the minimum over its partitions); rows more than "
+                                 f"{s.bound_us} us behind it are late")
+                continue
             lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
                          f"reader: {', '.join(s.relation_schema.names)}")
             if s.streaming:
@@ -167,12 +178,18 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if not src.descriptor.batch_readable:
-                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
+            if not src.descriptor.batch_reads(src.options):
+                # The batch routes read files, and the sources whose descriptor says when (a bounded Kafka read).
+                note = src.descriptor.batch_note
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
+                              f"the batch routes read it only {note}, a bounded read" if note else
+                              "the batch routes read files only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")
+        why = limit_refusal(n) if isinstance(n, Limit) else None
+        if why is not None:
+            raise _refuse(route, f"run {n.label()}", why)
         if isinstance(n, StreamOf):
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
@@ -212,17 +229,17 @@ class _Lowering:
     def build(self) -> Lowered:
         family = {L.WindowTVF: lower_window_tvf, L.WindowAggregate: lower_window_aggregate,
                   L.Aggregate: lower_aggregate, Join: lower_join, OverAggregate: lower_over, TopN: lower_topn,
-                  SnapshotDiff: lower_snapshot_diff}
+                  SnapshotDiff: lower_snapshot_diff, TemporalSort: lower_temporal_sort, Limit: lower_limit}
         self.handlers = {L.Filter: self.lower_filter, L.Project: self.lower_project, L.Union: self.lower_union,
                          L.Values: self.lower_values, L.Scan: self.lower_scan, LateScan: self.lower_late_scan,
                          **{t: partial(f, self) for t, f in family.items()}}
         out = self.rel(self.root)
         schema = self.root.schema
         query = exp.select(*[c(n) for n in out.columns]).from_(self.use(out))
-        rowtime = schema.rowtime
         streaming = self.streaming(self.root)
-        if rowtime is not None and not streaming:  # in event-time order, as the runtime emits (ties: any order)
-            query = query.order_by(exp.Ordered(this=c(rowtime.name)))
+        order = result_order(self.root)
+        if order and not streaming:  # sorted, or in event-time or window order, as the runtime emits
+            query = query.order_by(*order)
         for name, body in self.ctes:
             materialized = self.dialect == "duckdb" and self.uses.get(name, 0) > 1
             query = query.with_(exp.to_identifier(name, quoted=True), as_=body, materialized=materialized or None)

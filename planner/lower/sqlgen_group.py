@@ -24,18 +24,33 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..logical.nodes import AggCall
-from ..physical.specs import OP
-from ..types import Schema, sum_type, to_sql_type
-from ..vocabulary import RETRACTIONS, ChangeOp, sql_codes
-from .sqlgen_ttl import group_agg_ttl, now
-
-
-def q(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
-
-
-def sql_type(t: pa.DataType) -> str:
-    return to_sql_type(t).sql("duckdb")
+from ..types import Schema, sum_type
+from ..vocabulary import OP, ChangeOp
+from .sqlgen_ttl import group_agg_ttl, now_variable
+from .sqltree import (
+    alias,
+    asc,
+    call,
+    cast,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    insert,
+    lit,
+    op_column,
+    q,  # noqa: F401 - (the modules still writing text take it from here)
+    render,
+    same,
+    select_from,
+    sign,
+    sql_type,  # noqa: F401 - (as q)
+    star,
+    sub,
+    table,
+    union_all,
+)
 
 
 @dataclass(frozen=True)
@@ -44,120 +59,169 @@ class GroupAggSql:
     per_batch: tuple[str, ...]  # run in order; the last returns the changes
     compact: tuple[str, ...]  # merge the multiset logs (run now and then)
     state_tables: tuple[str, ...]
-    expire: tuple[str, ...] = ()  # SET 'state.ttl': drop the keys not written for that long (lower/sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # SET 'state.ttl': drop the keys not written for that long (sqlgen_ttl.py)
     oldest: str = ""  # the oldest last-write time held
 
 
-def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,
-                  updating_input: bool, input_sql: str, ttl_us: int = 0) -> GroupAggSql:
-    state, d, o, n, emit = (f"__state_{op_id}", f"__d_{op_id}", f"__o_{op_id}", f"__n_{op_id}", f"__emit_{op_id}")
-    K = [q(k) for k in keys]
-    key_types = [sql_type(input_schema.find(k).type) for k in keys]
+def _sum(e: exp.Expression) -> exp.Expression:
+    return exp.Sum(this=e)
 
-    def on(a: str, b: str) -> str:
-        return " AND ".join(f"{a}.{k} IS NOT DISTINCT FROM {b}.{k}" for k in K) or "TRUE"
 
-    def keys_of(alias: str) -> list[str]:
-        return [f"{alias}.{k}" for k in K]
+def _add(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+    return exp.Add(this=a, expression=b)
 
-    sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
-    signed = f"(SELECT *, {sign} AS __sg FROM ({input_sql}) AS __rows)"
 
-    columns = [(k, t) for k, t in zip(K, key_types)] + [("__cnt", "BIGINT")]
-    delta = ["SUM(__sg) AS __cnt"]
-    merged = ["COALESCE(o.__cnt, 0) + d.__cnt AS __cnt"]
-    outputs: list[tuple[str, str]] = []  # (expression over n and multiset results, type)
-    multiset_steps, multiset_joins, setup, compact, tables = [], [], [], [], [state]
+def _positive(e: exp.Expression) -> exp.Expression:
+    return exp.GT(this=e, expression=lit(0))
 
-    for i, a in enumerate(aggs):
-        arg = q(a.arg) if a.arg else None
+
+def _when(cond: exp.Expression, then: exp.Expression, default: exp.Expression | None = None) -> exp.Case:
+    return exp.Case(ifs=[exp.If(this=cond, true=then)], default=default)
+
+
+class _Aggregates:
+    """The accumulator columns, their per-batch deltas and merges, and each aggregate's output expression."""
+
+    def __init__(self, op_id: int, keys: list[str], input_schema: Schema, signed: exp.Expression):
+        self.op_id, self.keys, self.schema, self.signed = op_id, keys, input_schema, signed
+        self.columns: list[tuple[str, pa.DataType | str]] = []  # accumulators after the keys and __cnt
+        self.delta: list[exp.Expression] = [exp.alias_(_sum(exp.column("__sg")), "__cnt")]
+        self.merged: list[exp.Expression] = [exp.alias_(_add(exp.func("COALESCE", exp.column("__cnt", "o"), lit(0)),
+                                                              exp.column("__cnt", "d")), "__cnt")]
+        self.outputs: list[tuple[exp.Expression, pa.DataType]] = []
+        self.setup: list[exp.Expression] = []
+        self.multiset_steps: list[exp.Expression] = []
+        self.multiset_joins: list[tuple[str, exp.Expression]] = []
+        self.compact: list[exp.Expression] = []
+        self.logs: list[str] = []
+
+    def add(self, i: int, a: AggCall) -> None:
+        arg = col(a.arg) if a.arg else None
         func = "count_distinct" if a.func == "count" and a.distinct else a.func
-        if func in ("count", "sum", "avg") and arg is not None:
-            columns.append((f"__c{i}", "BIGINT"))
-            delta.append(f"SUM(CASE WHEN {arg} IS NULL THEN 0 ELSE __sg END) AS __c{i}")
-            merged.append(f"COALESCE(o.__c{i}, 0) + d.__c{i} AS __c{i}")
+        c, s = f"__c{i}", f"__s{i}"
+        if func in ("count", "sum", "avg") and arg is not None:  # the non-NULL values, signed
+            self.columns.append((c, pa.int64()))
+            nulls = _when(exp.Is(this=arg.copy(), expression=exp.Null()), lit(0), exp.column("__sg"))
+            self.delta.append(exp.alias_(_sum(nulls), c))
+            self.merged.append(exp.alias_(_add(exp.func("COALESCE", exp.column(c, "o"), lit(0)), exp.column(c, "d")), c))
         if func in ("sum", "avg"):
-            st = sql_type(sum_type(input_schema.find(a.arg).type))
-            columns.append((f"__s{i}", st))
-            delta.append(f"SUM(CAST({arg} AS {st}) * __sg) AS __s{i}")
-            merged.append(f"CAST(COALESCE(o.__s{i}, 0) + COALESCE(d.__s{i}, 0) AS {st}) AS __s{i}")
+            st = sum_type(self.schema.find(a.arg).type)
+            self.columns.append((s, st))
+            self.delta.append(exp.alias_(_sum(exp.Mul(this=cast(arg.copy(), st), expression=exp.column("__sg"))), s))
+            total = _add(exp.func("COALESCE", exp.column(s, "o"), lit(0)), exp.func("COALESCE", exp.column(s, "d"), lit(0)))
+            self.merged.append(exp.alias_(cast(total, st), s))
+        n_c, n_s = exp.column(c, "n"), exp.column(s, "n")
         if func == "count":
-            out = "n.__cnt" if arg is None else f"n.__c{i}"
+            out: exp.Expression = exp.column("__cnt", "n") if arg is None else n_c
         elif func == "sum":
-            out = f"CASE WHEN n.__c{i} > 0 THEN n.__s{i} END"
-        elif func == "avg":
-            op = "//" if pa.types.is_integer(a.type) else "/"  # integer AVG truncates, as in Flink
-            out = f"CASE WHEN n.__c{i} > 0 THEN n.__s{i} {op} n.__c{i} END"
+            out = _when(_positive(n_c), n_s)
+        elif func == "avg":  # an integer AVG truncates, as in Flink
+            div = exp.IntDiv if pa.types.is_integer(a.type) else exp.Div
+            out = _when(_positive(n_c), div(this=n_s, expression=n_c.copy()))
         else:
-            log, result = f"__ms_{op_id}_{i}", f"__m_{op_id}_{i}"
-            tables.append(log)
-            group = ", ".join(K + ["__v"])
-            ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
-            setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(input_schema.find(a.arg).type)}, "
-                         f"__n BIGINT)")
-            multiset_steps.append(
-                f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
-                f"FROM {signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
-            reduce = {"min": "MIN(__v)", "max": "MAX(__v)", "count_distinct": "COUNT(__v)"}[func]
-            live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])} FROM {log} m SEMI JOIN {d} d ON {on('m', 'd')} "
-                    f"GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
-            multiset_steps.append(
-                f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in K)}{reduce} AS __r "
-                f"FROM ({live}) AS live" + (f" GROUP BY {', '.join(K)}" if K else ""))
-            multiset_joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-            compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
-                           f"GROUP BY {group} HAVING SUM(__n) <> 0")
-            out = f"COALESCE({result}.__r, 0)" if func == "count_distinct" else f"{result}.__r"
-        outputs.append((out, sql_type(a.type)))
+            out = self._multiset(i, func, arg)
+        self.outputs.append((out, a.type))
 
-    columns += [(f"__out{i}", t) for i, (_, t) in enumerate(outputs)]
-    if ttl_us:  # when the key was last written, in processing time
-        columns.append(("__at", "BIGINT"))
-    accumulators = [c for c, _ in columns[len(K):] if not c.startswith("__out") and c != "__at"]
-    setup.insert(0, f"CREATE TABLE IF NOT EXISTS {state} ({', '.join(f'{c} {t}' for c, t in columns)})")
+    def _multiset(self, i: int, func: str, arg: exp.Expression) -> exp.Expression:
+        """MIN, MAX and COUNT(DISTINCT): a log of (keys, value, count) per key; the result over its live values."""
+        log, result, d = f"__ms_{self.op_id}_{i}", f"__m_{self.op_id}_{i}", f"__d_{self.op_id}"
+        keys = self.keys
+        self.logs.append(log)
+        self.setup.append(create_table(log, [(k, self.schema.find(k).type) for k in keys] +
+                                       [("__v", self.schema.find(arg.name).type), ("__n", pa.int64())]))
+        self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
+                                                           exp.alias_(_sum(exp.column("__sg")), "__n"))
+                                          .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
+                                          .group_by(*cols(keys), arg.copy())))
+        reduce = {"min": exp.Min, "max": exp.Max, "count_distinct": exp.Count}[func](this=exp.column("__v"))
+        live = select_from(log, "m", *cols(keys, "m"), exp.column("__v", "m")) \
+            .join(table(d, "d"), on=same("m", "d", keys), join_type="semi") \
+            .group_by(*cols(keys, "m"), exp.column("__v", "m")) \
+            .having(_positive(_sum(exp.column("__n", "m"))))
+        reduced = select_from(sub(live, "live"), None, *cols(keys), exp.alias_(reduce, "__r"))
+        if keys:
+            reduced = reduced.group_by(*cols(keys))
+        self.multiset_steps.append(create_temp(result, reduced))
+        self.multiset_joins.append((result, same("n", result, keys)))
+        group = [*cols(keys), exp.column("__v")]
+        self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True, expression=select_from(
+            log, None, *group, exp.alias_(_sum(exp.column("__n")), "__n")).group_by(*[g.copy() for g in group])
+            .having(exp.NEQ(this=_sum(exp.column("__n")), expression=lit(0)))))
+        found = exp.column("__r", result)
+        return exp.func("COALESCE", found, lit(0)) if func == "count_distinct" else found
+
+
+def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,
+                  updating_input: bool, input_sql: exp.Expression, ttl_us: int = 0) -> GroupAggSql:
+    """The statements of a group aggregate over the rows of ``input_sql`` (a query over ``__input``)."""
+    state, d, o, n, emit = (f"__state_{op_id}", f"__d_{op_id}", f"__o_{op_id}", f"__n_{op_id}", f"__emit_{op_id}")
+    K = list(keys)
+    signed = sub(select_from(sub(input_sql, "__rows"), None, star(), exp.alias_(sign(updating_input), "__sg")), "s")
+    acc = _Aggregates(op_id, K, input_schema, signed)
+    for i, a in enumerate(aggs):
+        acc.add(i, a)
+
+    outs = [f"__out{i}" for i in range(len(acc.outputs))]
+    columns = [(k, input_schema.find(k).type) for k in K] + [("__cnt", pa.int64())] + acc.columns + \
+        [(name, t) for name, (_, t) in zip(outs, acc.outputs)] + ([("__at", pa.int64())] if ttl_us else [])
+    accumulators = ["__cnt"] + [c for c, _ in acc.columns]
+    setup = [create_table(state, columns), *acc.setup]
 
     # Without keys, a batch whose rows were all filtered away must not look like a key.
-    group_by = f" GROUP BY {', '.join(K)}" if K else " HAVING COUNT(*) > 0"
-    out_items = ", ".join(f"CAST({e} AS {t}) AS __out{i}" for i, (e, t) in enumerate(outputs))
-    per_batch = [
-        # the batch's signed partials per key
-        f"CREATE OR REPLACE TEMP TABLE {d} AS SELECT {''.join(k + ', ' for k in K)}{', '.join(delta)} "
-        f"FROM {signed} AS s{group_by}",
-        # the state of the keys it touches
-        f"CREATE OR REPLACE TEMP TABLE {o} AS SELECT s.* FROM {state} s SEMI JOIN {d} d ON {on('s', 'd')}",
-        *multiset_steps,
+    delta = select_from(signed, None, *cols(K), *acc.delta)
+    delta = delta.group_by(*cols(K)) if K else delta.having(_positive(exp.Count(this=exp.Star())))
+    new = select_from(n, "n", *cols(K, "n"), *[exp.column(c, "n") for c in accumulators],
+                      *[alias(cast(e, t), name) for name, (e, t) in zip(outs, acc.outputs)])
+    if ttl_us:  # when the key was last written, in processing time
+        new.select(exp.alias_(call("getvariable", exp.Literal.string(now_variable(op_id))), "__at"), copy=False)
+    for result, on in acc.multiset_joins:
+        new = new.join(table(result), on=on, join_type="left")
+    per_batch: list[exp.Expression] = [
+        create_temp(d, delta),  # the batch's signed partials per key
+        create_temp(o, select_from(state, "s", star("s")).join(table(d, "d"), on=same("s", "d", K),
+                                                                join_type="semi")),  # the state of its keys
+        *acc.multiset_steps,
         # new accumulators, then new outputs
-        f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{', '.join(merged)} "
-        f"FROM {d} d LEFT JOIN {o} o ON {on('d', 'o')}",
-        f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('n'))}"
-        f"{', '.join('n.' + c for c in accumulators)}, {out_items}{f', {now(op_id)} AS __at' if ttl_us else ''} "
-        f"FROM {n} n {' '.join(multiset_joins)}",
+        create_temp(n, select_from(d, "d", *cols(K, "d"), *acc.merged).join(table(o, "o"), on=same("d", "o", K),
+                                                                            join_type="left")),
+        create_temp(n, new),
     ]
 
-    names = K + [q(a.name) for a in aggs]
-    changed = " OR ".join(f"o.__out{i} IS DISTINCT FROM n.__out{i}" for i in range(len(outputs))) or "FALSE"
+    names = K + [a.name for a in aggs]
+    changed = exp.Paren(this=exp.or_(*[exp.NullSafeNEQ(this=exp.column(c, "o"), expression=exp.column(c, "n"))
+                                       for c in outs])) if outs else exp.false()
+    alive = _positive(exp.column("__cnt", "n"))
 
-    def rows(src: str, op: ChangeOp, order: int) -> str:
-        values = keys_of(src) + [f"{src}.__out{i}" for i in range(len(outputs))]
-        return (", ".join(f"{v} AS {name}" for v, name in zip(values, names)) +
-                f", CAST({op.sql} AS TINYINT) AS {q(OP)}, {order} AS __ord")
+    def rows(src: str, op: ChangeOp, order: int) -> list[exp.Expression]:
+        return [alias(v, name) for v, name in zip(cols(K, src) + [exp.column(c, src) for c in outs], names)] + \
+            [op_column(op), exp.alias_(lit(order), "__ord")]
 
-    both = f"FROM {o} o JOIN {n} n ON {on('o', 'n')}"
+    def both(items: list[exp.Expression]) -> exp.Select:
+        return select_from(o, "o", *items).join(table(n, "n"), on=same("o", "n", K))
+
+    changes = union_all(
+        both(rows("o", ChangeOp.UPDATE_BEFORE, 0)).where(exp.and_(alive, changed)),
+        both(rows("n", ChangeOp.UPDATE_AFTER, 1)).where(exp.and_(alive.copy(), changed.copy())),
+        select_from(n, "n", *rows("n", ChangeOp.INSERT, 1)).join(table(o, "o"), on=same("n", "o", K),
+                                                                 join_type="anti").where(alive.copy()),
+        both(rows("o", ChangeOp.DELETE, 0)).where(exp.LTE(this=exp.column("__cnt", "n"), expression=lit(0))),
+    )
     per_batch += [
-        f"CREATE OR REPLACE TEMP TABLE {emit} AS SELECT {', '.join(names + [q(OP)])} FROM ("
-        f"SELECT {rows('o', ChangeOp.UPDATE_BEFORE, 0)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', ChangeOp.UPDATE_AFTER, 1)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', ChangeOp.INSERT, 1)} FROM {n} n ANTI JOIN {o} o ON {on('n', 'o')} WHERE n.__cnt > 0 UNION ALL "
-        f"SELECT {rows('o', ChangeOp.DELETE, 0)} {both} WHERE n.__cnt <= 0) AS changes ORDER BY __ord",
-        f"DELETE FROM {state} USING {d} WHERE {on(state, d)}",
-        f"INSERT INTO {state} SELECT * FROM {n} WHERE __cnt > 0",
-        f"SELECT * FROM {emit}",
+        create_temp(emit, select_from(sub(changes, "changes"), None, *cols(names), col(OP))
+                    .order_by(asc(exp.column("__ord")))),
+        delete_using(state, table(d), same(state, d, K)),
+        insert(state, select_from(n, None, star()).where(_positive(exp.column("__cnt")))),
+        select_from(emit, None, star()),
     ]
+    tables = (state, *acc.logs)
+    if ttl_us and acc.logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
+        per_batch[-1:-1] = [delete_using(log, table(d), exp.and_(same(log, d, K), exp.Not(this=exp.Exists(
+            this=select_from(state, "s", lit(1)).where(same("s", log, K)))))) for log in acc.logs]
     if not ttl_us:
-        return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
-    logs = tuple(tables[1:])
-    if logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
-        per_batch[-1:-1] = [f"DELETE FROM {log} AS m USING {d} WHERE {on('m', d)} AND NOT EXISTS "
-                            f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
-    ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
-    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
+        return GroupAggSql(_all(setup), _all(per_batch), _all(acc.compact), tables)
+    ttl = group_agg_ttl(op_id, state, keys, tuple(acc.logs), ttl_us)
+    return GroupAggSql(_all(setup), _all(per_batch), _all(acc.compact), tables, ttl.expire, ttl.oldest)
+
+
+def _all(statements: list[exp.Expression]) -> tuple[str, ...]:
+    return tuple(render(s) for s in statements)

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ..logical.nodes import AggCall
 from ..types import Schema, sum_type
-from .sqlgen_group import q, sql_type
+from .sqltree import alias, asc, call, cast, col, cols, lit, render, same, select_from, star, sub
 
 S, E = "__s", "__e"
 
@@ -45,7 +46,7 @@ class Partial(NamedTuple):
     """One partial column of a session's aggregates."""
 
     name: str
-    sql: str  # per event
+    sql: exp.Expression  # per event
     merge: str  # how partials merge: sum | min | max
     type: pa.DataType
     source: tuple[str, str | None]  # per event without SQL: ("one", None) | ("valid", arg) | ("column", arg)
@@ -55,21 +56,25 @@ def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
     """Per aggregate, its partial columns."""
     out = []
     for i, a in enumerate(aggs):
-        arg = q(a.arg) if a.arg else None
+        arg = col(a.arg) if a.arg else None
         if a.func == "count" and a.distinct:
             continue  # the argument is kept as a grouping column
         if a.func == "count":
-            expr = "CAST(1 AS BIGINT)" if arg is None else f"CAST({arg} IS NOT NULL AS BIGINT)"
-            out.append(Partial(f"__p{i}", expr, "sum", pa.int64(), ("one", None) if arg is None else ("valid", a.arg)))
+            one = cast(lit(1), pa.int64()) if arg is None else cast(_valid(arg), pa.int64())
+            out.append(Partial(f"__p{i}", one, "sum", pa.int64(), ("one", None) if arg is None else ("valid", a.arg)))
         elif a.func == "sum":
-            out.append(Partial(f"__p{i}", f"CAST({arg} AS {sql_type(a.type)})", "sum", a.type, ("column", a.arg)))
+            out.append(Partial(f"__p{i}", cast(arg, a.type), "sum", a.type, ("column", a.arg)))
         elif a.func == "avg":
             st = sum_type(schema.find(a.arg).type)
-            out.append(Partial(f"__p{i}s", f"CAST({arg} AS {sql_type(st)})", "sum", st, ("column", a.arg)))
-            out.append(Partial(f"__p{i}c", f"CAST({arg} IS NOT NULL AS BIGINT)", "sum", pa.int64(), ("valid", a.arg)))
+            out.append(Partial(f"__p{i}s", cast(arg, st), "sum", st, ("column", a.arg)))
+            out.append(Partial(f"__p{i}c", cast(_valid(arg), pa.int64()), "sum", pa.int64(), ("valid", a.arg)))
         else:
             out.append(Partial(f"__p{i}", arg, a.func, schema.find(a.arg).type, ("column", a.arg)))
     return out
+
+
+def _valid(e: exp.Expression) -> exp.Expression:
+    return exp.Not(this=exp.Is(this=e.copy(), expression=exp.Null()))
 
 
 def direct_rows(picks: tuple[tuple[str, str], ...] | None, time_col: str, partials: list[Partial] | None,
@@ -117,30 +122,27 @@ class SessionSql:
     direct: tuple[tuple[str, str, str | None], ...] | None = None  # rows without a statement (direct_rows)
 
 
-def session_sql(inner: str, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
+def session_sql(inner: exp.Expression, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
                 partials: list[Partial] | None, state_schema: pa.Schema, direct=None) -> SessionSql:
     """The statements of a session operator (see the module docstring).
 
-    ``inner`` is the SQL of the rows (over ``__input``); ``group`` the grouping
+    ``inner`` is the query of the rows (over ``__input``); ``group`` the grouping
     keys and COUNT(DISTINCT) columns; ``partials`` None for unaggregated
     sessions, whose rows keep every column of the state schema.
     """
-    P = [q(p) for p in partition]
-    ts = f"epoch_us({q(time_col)})"
-    cols = ", ".join(q(f.name) for f in state_schema)
-    if partials is None:
-        rows = f"SELECT *, {ts} AS {S}, {ts} + {gap} AS {E} FROM ({inner}) AS r"
-    else:
-        items = [f"{ts} AS {S}", f"{ts} + {gap} AS {E}"] + [f"{p.sql} AS {q(p.name)}" for p in partials]
-        rows = f"SELECT *, {', '.join(items)} FROM ({inner}) AS r"
-    rows = f"SELECT {cols} FROM ({rows}) AS e"
-    on = " AND ".join(f"st.{p} IS NOT DISTINCT FROM t.{p}" for p in P) or "TRUE"
-    keys = ", ".join(P) if P else "1 AS __unit"
-    touched = (f"SELECT st.*, t.__hit IS NOT NULL AS __t FROM __state st "
-               f"LEFT JOIN (SELECT DISTINCT {keys}, TRUE AS __hit FROM __rows) t ON {on}")
+    ts = call("epoch_us", col(time_col))
+    items = [exp.alias_(ts, S), exp.alias_(exp.Add(this=ts.copy(), expression=lit(gap)), E)]
+    items += [alias(p.sql, p.name) for p in partials or ()]
+    events = select_from(sub(inner, "r"), None, star(), *items)
+    rows = select_from(sub(events, "e"), None, *cols(f.name for f in state_schema))
+    hits = select_from("__rows", None, *(cols(partition) or [exp.alias_(lit(1), "__unit")]),
+                       exp.alias_(exp.true(), "__hit")).distinct()
+    touched = select_from("__state", "st", star("st"), exp.alias_(exp.Not(this=exp.Is(
+        this=exp.column("__hit", "t"), expression=exp.Null())), "__t")) \
+        .join(sub(hits, "t"), on=same("st", "t", partition), join_type="left")
     # Equal starts need no order among them: the later one starts no session either way.
-    order = ", ".join(P + [S])
-    return SessionSql(rows, touched, f"SELECT * FROM __u ORDER BY {order}", direct)
+    sort = select_from("__u", None, star()).order_by(*[asc(p) for p in partition], asc(exp.column(S)))
+    return SessionSql(render(rows), render(touched), render(sort), direct)
 
 
 def session_state_schema(partition: tuple[str, ...], group: tuple[str, ...], partials, input_schema: Schema) -> pa.Schema:

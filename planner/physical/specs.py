@@ -147,6 +147,7 @@ class PhysicalPlan:
     ops: tuple[OpSpec, ...]
     output: int
     notes: tuple[str, ...] = field(default=())
+    outputs: tuple[int, ...] = ()  # a job with several outputs (a statement set): each INSERT's root, in order
 
     def op(self, op_id: int) -> OpSpec:
         return self.ops[op_id]

@@ -29,3 +29,9 @@ class Select(ReaderWrapper):
     def read(self):
         table = self.inner.read()
         return table if table is None else table.select(self.columns)
+
+    def checkpoint_complete(self, position: dict | None) -> None:
+        self.inner.checkpoint_complete(position)  # the log may drop what the checkpoint covers
+
+    def release(self) -> None:
+        self.inner.release()

@@ -1,0 +1,22 @@
+"""Physical specs of ORDER BY (a temporal sort) and LIMIT on continuous queries (``logical/sort.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .specs import OpSpec
+
+
+@dataclass(frozen=True)
+class TemporalSortOp(OpSpec):
+    """Hold rows until the watermark reaches their ``time_column``; emit them sorted by ``keys``."""
+
+    time_column: str = ""
+    keys: tuple[tuple[str, bool], ...] = ()  # (column, descending)
+
+
+@dataclass(frozen=True)
+class LimitOp(OpSpec):
+    """Pass the first ``count`` rows."""
+
+    count: int = 0
