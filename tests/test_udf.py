@@ -224,6 +224,14 @@ def test_a_result_that_is_not_the_declared_type_or_length_is_an_error():
         engine.run_until_idle()
 
 
+def test_explain_shows_the_call_as_written():
+    engine = dsms.Engine()
+    define(engine)
+    engine.execute(DDL)
+    plan = engine.explain("SELECT twice(v) AS t FROM ev WHERE shout(k) = 'A!'")
+    assert "TWICE(v) AS t" in plan and "SHOUT(k) = 'A!'" in plan and "__py" not in plan
+
+
 def test_the_spark_route_refuses_python_functions_naming_the_routes_that_run_them(tmp_path):
     engine = file_engine(tmp_path, events(10), "spark")
     define(engine)

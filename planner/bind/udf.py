@@ -24,10 +24,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..catalog import Catalog
+from ..logical.nodes import PYTHON_NAME
 from ..types import to_sql_type
 
 _UDF = "dsms_python_function"
-PYTHON_NAME = "dsms_python_name"  # meta key: the function's name in SQL
 
 
 class PythonCall(exp.Expression, exp.Func):
@@ -55,6 +55,7 @@ def bind_python_calls(tree: exp.Expression, catalog: Catalog) -> exp.Expression:
         call.meta[PYTHON_NAME] = fn.name
         cast = exp.Cast(this=call, to=to_sql_type(fn.returns))
         cast.meta.update(node.meta)  # keep the call's place in the statement, for errors
+        cast.meta[PYTHON_NAME] = fn.name  # what EXPLAIN shows (logical/nodes.py::show)
         return cast
 
     return tree.transform(rewrite, copy=True)
