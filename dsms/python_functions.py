@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -62,6 +63,12 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     def error(message: str, help: str | None = None) -> SqlError:
         return SqlError(Diagnostic(message, span, source, help=help))
 
+    if hasattr(func, "accumulate") or hasattr(func, "get_value"):
+        raise error(f"function {name}: aggregate functions (accumulate / get_value) are not supported yet",
+                    help="dsms runs Python scalar functions: one value per row")
+    if inspect.isgeneratorfunction(func) or hasattr(func, "eval"):
+        raise error(f"function {name}: table functions (LATERAL TABLE) are not supported yet",
+                    help="dsms runs Python scalar functions: one value per row")
     if not callable(func):
         raise error(f"function {name}: {func!r} is not callable")
     try:

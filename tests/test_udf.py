@@ -251,6 +251,24 @@ def test_bad_definitions_are_refused_with_what_to_change():
         engine.execute("CREATE FUNCTION f AS 'a.b' LANGUAGE JAVA")
     with pytest.raises(SqlError, match="'nowhere' is not 'module.function'"):
         engine.execute("CREATE FUNCTION f AS 'nowhere'")
+    class Total:
+        def create_accumulator(self):
+            return [0]
+
+        def accumulate(self, acc, v):
+            acc[0] += v
+
+        def get_value(self, acc):
+            return acc[0]
+
+    with pytest.raises(SqlError, match="aggregate functions .* are not supported yet"):
+        engine.create_function("total", Total(), returns="BIGINT")
+
+    def explode(s):
+        yield from s.split(",")
+
+    with pytest.raises(SqlError, match="table functions .* are not supported yet"):
+        engine.create_function("explode", explode, returns="STRING")
     with pytest.raises(SqlError, match="unknown function 'f'"):
         engine.execute("DROP FUNCTION f")
     assert engine.execute("DROP TEMPORARY FUNCTION IF EXISTS f").message == "function f does not exist"
@@ -267,3 +285,34 @@ def test_the_shell_completes_python_functions():
     define(engine)
     assert "shout" in [s.text for s in suggest("SELECT sh", 9, engine.catalog)]
     assert [s.text for s in suggest("DROP FUNCTION ", 14, engine.catalog)] == ["label", "shout", "twice", "IF EXISTS"]
+
+
+def test_dsms_run_imports_a_function_from_the_scripts_folder_and_reports_its_failure(tmp_path):
+    import os
+    import subprocess
+
+    dsms_cli = os.path.join(os.path.dirname(sys.executable), "dsms")
+    (tmp_path / "ev.jsonl").write_text('{"k": "a", "v": 1}\n{"k": "b", "v": 4}\n{"k": null, "v": 9}\n')
+    (tmp_path / "script_udfs.py").write_text(textwrap.dedent("""
+        def cubed(v) -> int:
+            if v == 9:
+                raise OverflowError("too big")
+            return v ** 3
+        """))
+    script = tmp_path / "script.sql"
+    script.write_text(textwrap.dedent("""
+        CREATE STREAM ev (k STRING, v BIGINT) WITH (connector = 'file', path = 'ev.jsonl', format = 'json');
+        CREATE FUNCTION cubed AS 'script_udfs.cubed';
+        CREATE SINK out WITH (connector = 'file', path = 'out.jsonl', format = 'json')
+          AS SELECT k, cubed(v) AS c FROM ev WHERE k IS NOT NULL;
+        """))
+    out = subprocess.run([dsms_cli, "run", str(script)], capture_output=True, text=True, cwd="/", timeout=300)
+    assert out.returncode == 0, out.stderr
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(written, key=lambda r: r["k"]) == [{"k": "a", "c": 1}, {"k": "b", "c": 64}]
+
+    script.write_text(script.read_text().replace(" WHERE k IS NOT NULL", "").replace("out.jsonl", "all.jsonl"))
+    out = subprocess.run([dsms_cli, "run", str(script)], capture_output=True, text=True, cwd="/", timeout=300)
+    assert out.returncode != 0
+    assert "the Python function cubed failed on the row cubed(9): OverflowError: too big" in out.stderr
+    assert "Traceback" not in out.stderr
