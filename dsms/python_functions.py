@@ -38,7 +38,7 @@ from .grammar import CreateFunction, Diagnostic, Drop, Span, SqlError
 from .grammar.dialect import parse_expression
 from .planner.catalog import Catalog, FunctionDef
 from .planner.types import parse_type
-from .runtime.udf import PythonFunction, register, takes_arrays, unique_name
+from .runtime.udf import PythonFunction, register, takes_arrays, takes_nothing, unique_name
 
 _ATTRIBUTE = "__dsms_udf__"  # what @udf leaves on a function: (returns, vectorized)
 _ANNOTATED = {float: "DOUBLE", int: "BIGINT", str: "STRING", bool: "BOOLEAN", "float": "DOUBLE", "int": "BIGINT",
@@ -99,7 +99,7 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     else:  # the same in every process, so a restored query's plan is the one its checkpoint was taken for
         digest = hashlib.sha256(f"{name.lower()} {target} {result_type}".encode()).hexdigest()[:10]
         internal = f"{name.lower()}__py_{digest}"
-    register(PythonFunction(name, internal, func, result_type, vectorized))
+    register(PythonFunction(name, internal, func, result_type, vectorized, nullary=takes_nothing(func)))
     fn = FunctionDef(name, internal, result_type, target or getattr(func, "__qualname__", repr(func)), temporary)
     catalog.functions[name.lower()] = fn
     return fn

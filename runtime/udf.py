@@ -65,6 +65,15 @@ def udf_failure(error: BaseException, where: str) -> PythonFunctionError | None:
     return PythonFunctionError(f"{text.split(marker, 1)[1].splitlines()[0]} (in {where})")
 
 
+def takes_nothing(func: Callable) -> bool:
+    """Whether ``func`` is called without arguments (``def now_ms()``)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+
+
 def takes_arrays(func: Callable) -> bool:
     """Whether ``func`` declares a pyarrow array parameter (``def f(x: pa.Array)``)."""
     try:
@@ -87,10 +96,17 @@ class PythonFunction:
     func: Callable
     returns: pa.DataType
     vectorized: bool
+    nullary: bool = False  # it takes no arguments: the call passes a constant only to carry the row count
 
     def __call__(self, *columns) -> pa.Array:
         args = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
         rows = len(args[0]) if args else 1
+        if self.nullary:  # called once per row (a function without arguments is there to differ per row)
+            try:
+                return self._conform([self.func() for _ in range(rows)], rows)
+            except Exception as e:  # user code: any failure is the function's
+                raise UdfError(f"the Python function {self.name} failed on the row {self.name}(): "
+                               f"{_describe(e)}") from None
         try:
             return self._conform(self._apply(args), rows)
         except Exception as e:  # user code: any failure is the function's, and is reported with its row
@@ -163,6 +179,7 @@ def install(con: duckdb.DuckDBPyConnection, installed: set[str]) -> None:
     for internal, fn in list(_FUNCTIONS.items()):
         if internal in installed:
             continue
+        # Deterministic, as Flink assumes a function is, except one without arguments (random-like).
         con.create_function(internal, fn, None, to_sql_type(fn.returns).sql("duckdb"), type="arrow",
-                            null_handling="special", side_effects=False)
+                            null_handling="special", side_effects=fn.nullary)
         installed.add(internal)

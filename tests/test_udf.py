@@ -232,6 +232,19 @@ def test_explain_shows_the_call_as_written():
     assert "TWICE(v) AS t" in plan and "SHOUT(k) = 'A!'" in plan and "__py" not in plan
 
 
+def test_a_function_without_arguments_is_called_once_per_row():
+    import itertools
+
+    ticket = itertools.count(1)
+    engine = dsms.Engine()
+    engine.create_function("next_ticket", lambda: next(ticket), returns="BIGINT")
+    engine.execute(DDL)
+    q = engine.query("SELECT v, next_ticket() AS t FROM ev")
+    feed(engine, "ev", events(300, seed=8), max_batch=50)
+    assert sorted(q.snapshot().column("t").to_pylist()) == list(range(1, 301))
+    assert "NEXT_TICKET() AS t" in engine.explain("SELECT next_ticket() AS t FROM ev")
+
+
 def test_the_spark_route_refuses_python_functions_naming_the_routes_that_run_them(tmp_path):
     engine = file_engine(tmp_path, events(10), "spark")
     define(engine)

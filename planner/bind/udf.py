@@ -24,7 +24,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..catalog import Catalog
-from ..logical.nodes import PYTHON_NAME
+from ..logical.nodes import PYTHON_ARGS, PYTHON_NAME
 from ..types import to_sql_type
 
 _UDF = "dsms_python_function"
@@ -50,12 +50,14 @@ def bind_python_calls(tree: exp.Expression, catalog: Catalog) -> exp.Expression:
         fn = catalog.functions.get(node.name.lower()) if isinstance(node, exp.Anonymous) else None
         if fn is None:
             return node
-        call = PythonCall(expressions=[a.copy() for a in node.expressions])
+        # A call without arguments passes a constant, which DuckDB hands over as a column of the batch's length.
+        call = PythonCall(expressions=[a.copy() for a in node.expressions] or [exp.Literal.number(1)])
         call.meta[_UDF] = fn.internal
         call.meta[PYTHON_NAME] = fn.name
         cast = exp.Cast(this=call, to=to_sql_type(fn.returns))
         cast.meta.update(node.meta)  # keep the call's place in the statement, for errors
         cast.meta[PYTHON_NAME] = fn.name  # what EXPLAIN shows (logical/nodes.py::show)
+        cast.meta[PYTHON_ARGS] = bool(node.expressions)
         return cast
 
     return tree.transform(rewrite, copy=True)

@@ -32,6 +32,7 @@ WINDOW_TIME_OFFSET_US = 1_000
 
 # Meta key of a bound Python function call (``bind/udf.py``): the function's name in SQL, which EXPLAIN shows.
 PYTHON_NAME = "dsms_python_name"
+PYTHON_ARGS = "dsms_python_args"  # False: it was called without arguments
 
 
 def _as_written(node: exp.Expression) -> exp.Expression:
@@ -39,7 +40,8 @@ def _as_written(node: exp.Expression) -> exp.Expression:
     name = node.meta.get(PYTHON_NAME)
     if name is None or not isinstance(node, exp.Cast):
         return node
-    return exp.Anonymous(this=name, expressions=[a.copy() for a in node.this.expressions])
+    args = node.this.expressions if node.meta.get(PYTHON_ARGS, True) else []
+    return exp.Anonymous(this=name, expressions=[a.copy() for a in args])
 
 
 def show(e: exp.Expression) -> str:
