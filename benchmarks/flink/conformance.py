@@ -173,6 +173,9 @@ AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires:
                "precision is out of range (the non-windowed AVG is right)")
 DECIMAL_LITERAL = ("a literal with a decimal point (3.0) is a DECIMAL in Flink, so INT / 3.0 is a DECIMAL(p, 6) "
                    "rounded to 6 places and INT * 1.5 a DECIMAL; dsms reads the literal as a DOUBLE")
+PYTHON_FUNCTIONS = ["CREATE TEMPORARY SYSTEM FUNCTION py_label AS 'conformance_udfs.label' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON"]
+
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
@@ -305,6 +308,16 @@ CASES = [
                       GROUP BY CountBids.starttime, CountBids.endtime) AS MaxBids
                 ON AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime
                    AND AuctionBids.num >= MaxBids.maxn"""},
+    # Python scalar functions (conformance_udfs.py): the same Python code, called by Flink's Python worker and
+    # by dsms over Arrow batches.
+    {"name": "python_scalar_functions", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT id, k, py_label(k, v) AS l, py_scaled(v) AS s FROM ev WHERE py_scaled(v) > 20"},
+    {"name": "python_twin_builtin_tumble",
+     "sql": f"""SELECT window_start, window_end, CONCAT(k, ':0') AS l, SUM(CAST(v AS BIGINT) * 3 - 1) AS s, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, CONCAT(k, ':0')"""},
+    {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},
 ]
 
 
@@ -328,8 +341,16 @@ def all_ddl(paths: dict, flink: bool) -> list[str]:
 
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:
     ddl = all_ddl(paths, flink=True)
-    ddl += [v for c in cases for v in c.get("views", [])]
-    spec = {"parallelism": parallelism, "config": {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"},
+    ddl += list(dict.fromkeys(v for c in cases for v in c.get("views", [])))  # cases may share a function
+    config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"}
+    if any(c.get("python") for c in cases):
+        # Flink's Python worker: this venv's Python, the cases' module. A bundle of one row: Flink's Python
+        # operator holds the watermark back until its bundle of rows is done, so with bigger bundles an event
+        # behind the watermark reaches a window before the watermark that makes it late.
+        config.update({"python.files": os.path.join(HERE, "conformance_udfs.py"),
+                       "python.executable": flinkenv.PYTHON, "python.client.executable": flinkenv.PYTHON,
+                       "python.fn-execution.bundle.size": "1"})
+    spec = {"parallelism": parallelism, "config": config,
             "ddl": ddl,
             "jobs": [{"name": c["name"], "sql": c["sql"], "collect": True} for c in cases]}
     result = flinkenv.run(spec)
