@@ -53,8 +53,35 @@ def _dow(ts: exp.Expression) -> exp.Expression:
     return _add(_floor_mod(_add(_days_since_epoch(ts), _num(4)), 7), _num(1))
 
 
-def _sub_second(ts: exp.Expression, per_second: int, cls) -> exp.Expression:
-    return _floor_mod(cls(this=_c(ts)), per_second)
+def _sub_second(ts: exp.Expression, per_second: int) -> exp.Expression:
+    """The fraction of the second in units of 1/per_second, truncated (Flink: .987654 has millisecond 987).
+
+    Computed from microseconds: DuckDB's ``epoch_ms`` rounds to the nearest millisecond.
+    """
+    micros = _floor_mod(exp.UnixMicros(this=_c(ts)), 1_000_000)
+    return micros if per_second == 1_000_000 else _div(micros, _num(1_000_000 // per_second))
+
+
+def _floor_div(a: exp.Expression, n: int) -> exp.Expression:
+    """``a`` divided by ``n``, rounded down (also below zero, before 1970)."""
+    return _div(_sub(a, _floor_mod(a, n)), _num(n))
+
+
+def _year_of(x: exp.Expression) -> exp.Expression:
+    return exp.Year(this=_c(x))
+
+
+def _isoyear(x: exp.Expression) -> exp.Expression:
+    # The ISO 8601 week-numbering year: the year of the Thursday of the date's ISO week.
+    isodow = _add(_floor_mod(_add(_days_since_epoch(x), _num(3)), 7), _num(1))
+    thursday = exp.DateAdd(this=_cast(_c(x), "DATE"), expression=_cast(_sub(_num(4), isodow), "INT"), unit=exp.var("DAY"))
+    return exp.Year(this=thursday)
+
+
+def _signed_ceil_div(year: exp.Expression, n: int) -> exp.Expression:
+    # Calcite's CENTURY and MILLENNIUM: year 2000 is in the 20th century, year 2001 starts the 21st.
+    return _case((_lt(_num(0), year), _div(_add(year, _num(n - 1)), _num(n))),
+                 default=_div(_sub(year, _num(n - 1)), _num(n)))
 
 
 _EXTRACT = {
@@ -72,8 +99,14 @@ _EXTRACT = {
     "HOUR": lambda x: exp.Hour(this=x),
     "MINUTE": lambda x: exp.Minute(this=x),
     "SECOND": lambda x: exp.Second(this=x),
-    "MILLISECOND": lambda x: _sub_second(x, 1000, exp.UnixMillis),
-    "MICROSECOND": lambda x: _sub_second(x, 1_000_000, exp.UnixMicros),
+    "MILLISECOND": lambda x: _sub_second(x, 1000),
+    "MICROSECOND": lambda x: _sub_second(x, 1_000_000),
+    # Seconds since 1970-01-01 00:00:00 (a DATE: its midnight), rounded down.
+    "EPOCH": lambda x: _floor_div(exp.UnixMicros(this=_cast(_c(x), "TIMESTAMP")), 1_000_000),
+    "DECADE": lambda x: _floor_div(_year_of(x), 10),
+    "CENTURY": lambda x: _signed_ceil_div(_year_of(x), 100),
+    "MILLENNIUM": lambda x: _signed_ceil_div(_year_of(x), 1000),
+    "ISOYEAR": _isoyear,
 }
 
 
@@ -130,9 +163,24 @@ def _floor_ceil(node: exp.Expression, ceil: bool) -> exp.Expression:
         return _refuse(f"{'CEIL' if ceil else 'FLOOR'}(... TO {to.name}) is not supported; use one of {', '.join(_TRUNC_UNITS)}",
                        [node.this])
     floor = _floor_to(node.this, unit)
-    if not ceil:
-        return floor
-    return _case((_eq(floor, node.this), _c(node.this)), default=_add_units(floor, _num(1), unit))
+    result = floor if not ceil else _case((_eq(floor, node.this), _c(node.this)),
+                                           default=_add_units(floor, _num(1), unit))
+    # Of a DATE, Flink's FLOOR/CEIL TO return a DATE: the planner casts back once it knows the type.
+    result.meta[FLOOR_CEIL_TO] = True
+    return result
+
+
+FLOOR_CEIL_TO = "floor_ceil_to"  # meta key of the expression FLOOR/CEIL(x TO unit) became
+
+
+def floor_ceil_operand(node: exp.Expression) -> exp.Expression:
+    """The ``x`` of the expression ``FLOOR/CEIL(x TO unit)`` became (marked with ``FLOOR_CEIL_TO``)."""
+    if isinstance(node, exp.Case):  # CEIL: CASE WHEN floor = x THEN x ELSE floor + 1 unit END
+        return node.args["ifs"][0].args["true"]
+    while not isinstance(node, exp.TimestampTrunc):  # FLOOR TO WEEK: shifted by a day around the trunc
+        node = node.this
+    inner = node.this
+    return inner.this if isinstance(inner, exp.TimestampAdd) else inner
 
 
 def _parse_floor(self):
@@ -240,8 +288,8 @@ def format_timestamp(ts: exp.Expression, pattern: str) -> exp.Expression:
             run += _FORMAT_FIELDS[tok]
         elif set(tok) == {"S"} and len(tok) <= 6:
             flush()
-            unit, cls = (1000, exp.UnixMillis) if len(tok) <= 3 else (10**6, exp.UnixMicros)
-            frac = exp.Pad(this=_cast(_sub_second(ts, unit, cls), "VARCHAR"), expression=_num(len(str(unit)) - 1),
+            unit = 1000 if len(tok) <= 3 else 10**6
+            frac = exp.Pad(this=_cast(_sub_second(ts, unit), "VARCHAR"), expression=_num(len(str(unit)) - 1),
                            fill_pattern=_str("0"), is_left=True)
             pieces.append(exp.Left(this=frac, expression=_num(len(tok))) if len(tok) not in (3, 6) else frac)
         else:

@@ -30,7 +30,7 @@ from sqlglot import exp
 from ..grammar import Diagnostic, SqlError
 from ..grammar.diagnostics import did_you_mean
 from ..grammar.sqlbuild import InvalidCall
-from ..grammar.time_functions import format_timestamp
+from ..grammar.time_functions import FLOOR_CEIL_TO, floor_ceil_operand, format_timestamp
 from .timeutil import node_span
 
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
@@ -167,6 +167,17 @@ def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     return None
 
 
+def _lower_floor_ceil_to(node: exp.Expression) -> exp.Expression | None:
+    # FLOOR/CEIL(date TO unit) is a DATE in Flink; Spark's DATE_TRUNC and adding units give TIMESTAMPs.
+    operand = floor_ceil_operand(node)
+    if operand.type is None or not operand.type.is_type(exp.DataType.Type.DATE):
+        return None
+    date = exp.DataType.build("DATE")
+    new = exp.Cast(this=node.copy(), to=date)
+    new.type = date
+    return new
+
+
 _LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower_cast, exp.TryCast: _lower_cast}
 
 
@@ -176,12 +187,14 @@ def lower_functions(tree: exp.Expression) -> exp.Expression:
     Run it on the output of ``lower.sqlgen.typed`` (every node carries its type).
     Returns the tree (a new root if the root itself was rewritten).
     """
-    nodes = [n for n in tree.find_all(*_LOWERINGS) if type(n) in _LOWERINGS]
+    nodes = [n for n in tree.walk() if type(n) in _LOWERINGS or n.meta.get(FLOOR_CEIL_TO)]
     for node in reversed(nodes):  # children before their parents
-        new = _LOWERINGS[type(node)](node)
+        lower = _lower_floor_ceil_to if node.meta.get(FLOOR_CEIL_TO) else _LOWERINGS[type(node)]
+        new = lower(node)
         if new is None:
             continue
-        new.type = node.type
+        if new.type is None:
+            new.type = node.type
         if node is tree:
             tree = new
         else:

@@ -190,6 +190,23 @@ CASES = [
     C("MINUTE(ts)", TS3, [45, 59, 0, None], BIGINT),
     C("SECOND(ts)", TS3, [30, 59, 0, None], BIGINT),
     C("EXTRACT(MILLISECOND FROM ts)", {"ts": [A, T("1969-12-31 23:59:59.250"), None]}, [123, 250, None], BIGINT),
+    # Truncated, not rounded (Flink keeps milliseconds: .987654 is 987; DuckDB's epoch_ms would give 988).
+    C("EXTRACT(MILLISECOND FROM ts)", {"ts": [T("2024-03-01 12:34:56.987654")]}, [987], BIGINT),
+    C("CAST(ts AS STRING)", {"ts": [T("2024-03-01 12:34:56.987654")]}, ["2024-03-01 12:34:56.987"], STR),
+    C("DATE_FORMAT(ts, 'ss.SSS')", {"ts": [T("2024-03-01 12:34:56.999900")]}, ["56.999"], STR),
+    C("EXTRACT(EPOCH FROM ts)", TS3, [1709214330, -1, 1609632000, None], BIGINT),
+    C("EXTRACT(EPOCH FROM dt)", {"dt": [D("2024-05-17"), None]}, [1715904000, None], BIGINT),
+    C("EXTRACT(DECADE FROM ts)", TS3, [202, 196, 202, None], BIGINT),
+    C("EXTRACT(CENTURY FROM ts)", {"ts": [A, B, T("2000-12-31 00:00:00"), T("2001-01-01 00:00:00")]}, [21, 20, 20, 21], BIGINT),
+    C("EXTRACT(MILLENNIUM FROM ts)", {"ts": [A, B, T("2000-06-01 00:00:00"), T("2001-01-01 00:00:00")]}, [3, 2, 2, 3], BIGINT),
+    # The ISO week-numbering year: 1969-12-31 is in week 1 of 1970, 2021-01-03 in week 53 of 2020.
+    C("EXTRACT(ISOYEAR FROM ts)", TS3, [2024, 1970, 2020, None], BIGINT),
+    C("EXTRACT(ISOYEAR FROM dt)", {"dt": [D("2021-01-02"), D("2024-12-30")]}, [2020, 2025], BIGINT),
+    # FLOOR/CEIL of a DATE are DATEs (Flink).
+    C("FLOOR(dt TO MONTH)", {"dt": [D("2024-05-17"), None]}, [D("2024-05-01"), None], DATE),
+    C("FLOOR(dt TO WEEK)", {"dt": [D("2024-05-17"), D("2024-05-12")]}, [D("2024-05-12"), D("2024-05-12")], DATE),
+    C("CEIL(dt TO MONTH)", {"dt": [D("2024-05-17"), D("2024-06-01")]}, [D("2024-06-01"), D("2024-06-01")], DATE),
+    C("CEIL(dt TO YEAR)", {"dt": [D("2024-06-01"), D("2024-01-01")]}, [D("2025-01-01"), D("2024-01-01")], DATE),
     C("YEAR(dt)", {"dt": [D("2024-02-29"), None]}, [2024, None], BIGINT),
     C("EXTRACT(DOY FROM dt)", {"dt": [D("2024-12-31")]}, [366], BIGINT),
     C("ts + INTERVAL '5' SECOND", TS3, [T("2024-02-29 13:45:35.123"), T("1970-01-01 00:00:04"), T("2021-01-03 00:00:05"), None], TS),
@@ -398,7 +415,7 @@ def test_refused(sql, fragments, catalog):
 
 
 @pytest.mark.parametrize("sql, fragment", [
-    ("EXTRACT(EPOCH FROM ts)", "EXTRACT(EPOCH FROM ...) is not supported"),
+    ("EXTRACT(NANOSECOND FROM ts)", "EXTRACT(NANOSECOND FROM ...) is not supported"),
     ("FLOOR(ts TO DECADE)", "FLOOR(... TO DECADE) is not supported"),
 ])
 def test_refused_units(sql, fragment, catalog):

@@ -60,6 +60,10 @@ def bind_cql_window(w: CqlWindow, ctx: BindContext) -> tuple[L.Node, Scope, int 
         raise ctx.error("a time-based CQL window needs SLIDE: dsms evaluates it at instants a slide apart", w,
                         help="e.g. [RANGE 1 MINUTE SLIDE 10 SECONDS]; [RANGE 1 MINUTE SLIDE 1 MINUTE] tumbles")
     size, slide = w.args["size"], w.args["slide"]
+    size_us, slide_us = interval_micros(size, ctx.source), interval_micros(slide, ctx.source)
+    if slide_us > 0 and size_us % slide_us != 0:  # each instant (a multiple of the slide) ends a window
+        raise ctx.error("the size of a CQL RANGE window must be a whole multiple of its slide", w,
+                        help="e.g. [RANGE 1 MINUTE SLIDE 10 SECONDS]")
     desc = exp.column(rowtime.name, table=rowtime.qualifier)
     node, windowed = window_over(node, scope, HOP, desc, [slide, size], [], w, ctx)
     cols = [c if c.name not in L.WINDOW_COLUMNS or c.qualifier else ScopeColumn(HIDDEN, c.name, c.field)

@@ -16,7 +16,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from ...grammar import Diagnostic, SqlError
 from ...grammar.diagnostics import did_you_mean
 from ...grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
-from ..functions import AGGREGATES, check_function
+from ..functions import AGGREGATES, check_function, lower_functions
 from ..timeutil import node_span
 from ..types import Field, InvalidType, Schema, from_sql_type
 
@@ -117,7 +117,8 @@ def infer_type(expr: exp.Expression, schema: Schema, source: str | None = None) 
         c.set("table", exp.Identifier(this=_IN, quoted=True))
     query = exp.select(exp.alias_(probe, "x", quoted=True)).from_(exp.Table(this=exp.Identifier(this=_IN, quoted=True)))
     annotated = annotate_types(query, schema={_IN: schema.to_type_dict()} if len(schema) else None, dialect=Dsms)
-    dtype = annotated.expressions[0].type
+    # Some calls' types depend on their arguments' (FLOOR(date TO unit) is a DATE).
+    dtype = lower_functions(annotated.expressions[0].this).type
     try:
         result = from_sql_type(dtype) if dtype is not None else None
     except InvalidType as e:

@@ -390,9 +390,7 @@ def _time_bounds(left, right, rename, rest, ctx, j) -> tuple[TimeBounds | None, 
             upper = hi if hi is not None and (upper is None or hi < upper) else upper
     if lower is None or upper is None:
         return None, rest  # one bound only: not an interval join (a regular join filters on it)
-    if lower > upper:
-        raise ctx.error("these time bounds can never hold together", j,
-                        help="the lower bound of the right time must not exceed its upper bound")
+    # lower > upper: no pair can match; Flink runs it anyway (inner: nothing, outer: every row padded).
     remaining = [c for c in rest if not any(c is u for u in used)]
     return TimeBounds(pair[0], pair[1], lower, upper), remaining
 

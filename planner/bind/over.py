@@ -156,12 +156,38 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
                         help="SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= 3")
     if spec.args.get("spec") is not None:
         raise ctx.error("ROW_NUMBER() takes no frame", spec.args["spec"])
+    partition, keys, taken = _rank_partition(node, scope, spec, ctx)
+    order = _rank_order(scope, w, spec, ctx)
+    rank_name = unique_name(item.alias, taken)
+    base = node
+    if keys:  # computed below the Top-N, hidden from the query's columns
+        pre = [(f.name, col(f.name)) for f in node.schema] + keys
+        base = L.Project(node, tuple(pre), tuple(infer_type(e, node.schema, ctx.source) for _, e in pre))
+    rank = Rank(base, tuple(partition), tuple(order), rank_name, node_span(w))
+    new_scope = _scope_over(rank, scope, [rank_name])
+    return rank, new_scope, [_replace(i, {id(w): rank_name}) for i in items]
+
+
+def _rank_partition(node: L.Node, scope: Scope, spec: exp.Window, ctx: BindContext):
+    """A Top-N's partition key columns, the keys that are expressions (Flink: PARTITION BY x / 2), each with the
+    hidden column it is computed into, and the column names taken."""
     partition = []
+    keys: list[tuple[str, exp.Expression]] = []
+    taken = list(node.schema.names)
     for p in spec.args.get("partition_by") or []:
         bound = bind_scalar(p, scope, ctx.source, clause="PARTITION BY")
-        if passthrough(bound) is None:
-            raise ctx.error("ROW_NUMBER() partitions by columns", p, help="compute the key in a subquery first")
-        partition.append(passthrough(bound))
+        name = passthrough(bound)
+        if name is None:
+            name = next((n for n, e in keys if e == bound), None) or unique_name(f"__rank_key{len(keys)}", taken)
+            if all(n != name for n, _ in keys):
+                keys.append((name, bound))
+                taken.append(name)
+        partition.append(name)
+    return partition, keys, taken
+
+
+def _rank_order(scope: Scope, w: exp.Window, spec: exp.Window, ctx: BindContext) -> list[tuple[str, bool]]:
+    """A Top-N's ordering: (column, descending) pairs."""
     order = []
     for o in (spec.args["order"].expressions if spec.args.get("order") else []):
         bound = bind_scalar(o.this, scope, ctx.source, clause="ORDER BY")
@@ -170,10 +196,7 @@ def _bind_rank(node: L.Node, scope: Scope, items, w: exp.Window, spec: exp.Windo
         order.append((passthrough(bound), bool(o.args.get("desc"))))
     if not order:
         raise ctx.error("ROW_NUMBER() needs ORDER BY in its window", w)
-    rank_name = unique_name(item.alias, list(node.schema.names))
-    rank = Rank(node, tuple(partition), tuple(order), rank_name, node_span(w))
-    new_scope = _scope_over(rank, scope, [rank_name])
-    return rank, new_scope, [_replace(i, {id(w): rank_name}) for i in items]
+    return order
 
 
 def _scope_over(node: L.Node, scope: Scope, added) -> Scope:

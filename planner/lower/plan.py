@@ -43,6 +43,12 @@ from functools import partial
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
+from ..analysis.lateness import (
+    judges_on_batch_routes,
+    judges_per_session,
+    scans_judged_per_window,
+    scans_under_event_time,
+)
 from ..analysis.needed_columns import required_columns
 from ..catalog import SourceDef
 from ..logical import nodes as L
@@ -53,7 +59,6 @@ from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..logical.sort import Limit, TemporalSort
 from ..physical.plan_window import time_kinds
-from ..physical.planner import scans_judged_per_window, scans_under_event_time
 from ..types import Schema
 from .duckdb_only import duckdb_only_call
 from .join import lower_join
@@ -206,6 +211,26 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
         check_stream(root)
     if history:
         check_backfill(root, route)
+    if not streaming:
+        _check_late_rules(root, route)
+
+
+def _check_late_rules(root: L.Node, route: str) -> None:
+    """Refuse the event-time operators whose late rule (docs/time.md) one statement cannot follow: it
+    depends on the state the operator keeps as events arrive, not only on the watermark then."""
+    timed = scans_under_event_time(root)
+    for n in L.walk(root):
+        if not any(id(s) in timed for s in L.walk(n) if isinstance(s, L.Scan)):
+            continue
+        if judges_per_session(n):
+            raise _refuse(route, f"run {n.label()}",
+                          "a session drops an event behind the watermark only when the session it merges "
+                          "into had already closed, which depends on the sessions open as events arrive")
+        if isinstance(n, OverAggregate) and n.frame.kind == "RANGE" and n.frame.preceding is not None:
+            raise _refuse(route, f"run {n.label()}",
+                          "a RANGE frame forgets a partition idle for 1.5 frames (as Flink's "
+                          "RowTimeRangeBoundedPrecedingFunction), so which late rows count depends on "
+                          "the state kept as rows arrive")
 
 
 class _Lowering:
@@ -219,7 +244,7 @@ class _Lowering:
         self.per_file_max = dialect == "spark"  # Spark reads files in parallel: maxima are per file
         self.required = required_columns(root)
         self.timed = scans_under_event_time(root)
-        self.window_judged = frozenset(scans_judged_per_window(root))
+        self.window_judged = frozenset(scans_judged_per_window(root, judges_on_batch_routes))
         self.ctes: list[tuple[str, exp.Expression]] = []
         self.uses: dict[str, int] = {}
         self.done: dict[int, Rel] = {}

@@ -24,13 +24,31 @@ from sqlglot import exp
 from ..logical.cql import SnapshotDiff
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN, window_end_column
-from .sql import ORDER, alias, and_, asc, c, desc, micros, null_safe_eq, open_window, rows_frame, sub, window
+from .sql import (
+    ARRIVAL_WM,
+    FILE,
+    ORDER,
+    ROW,
+    alias,
+    and_,
+    asc,
+    c,
+    desc,
+    micros,
+    null_safe_eq,
+    open_window,
+    rows_frame,
+    sub,
+    window,
+)
 from .sqlgen import lit
 from .window import aggregate
 
 
 def lower_over(lw, node: OverAggregate):
     src = lw.rel(node.input)
+    if src.ordered:
+        src = _kept_by_over(lw, node, src)
     part = [c(p) for p in node.partition_by]
     frame = node.frame
     if frame.kind == "RANGE" and frame.preceding is not None:
@@ -43,6 +61,39 @@ def lower_over(lw, node: OverAggregate):
     over = window(exp.Null(), part, order, spec)
     items = src.cols(order=True) + [alias(aggregate(a, node.input.schema, over=over), a.name) for a in node.aggs]
     return lw.add(exp.select(*items).from_(lw.use(src)), node.schema.names, src.ordered)
+
+
+def _kept_by_over(lw, node: OverAggregate, src):
+    """The rows an OVER aggregate keeps, as Flink's runtime judges them against ``__wm``, the watermark
+    when each arrived (docs/time.md): UNBOUNDED frames drop a row at or below it; ROWS frames a row at or
+    below the last time released for its partition, i.e. when an earlier row of the partition, released
+    before it arrived (a watermark at or above its time came after it), has a time between the row's and
+    the watermark's (a dropped row never raises that time above a kept one's)."""
+    t, wm = micros(c(node.order_by)), c(ARRIVAL_WM)
+    judged = exp.Not(this=exp.Is(this=wm.copy(), expression=exp.Null()))
+    behind = and_(judged, exp.LTE(this=t, expression=wm.copy()))
+    items = src.cols(order=True)
+    if node.frame.preceding is None:
+        return lw.add(exp.select(*items).from_(lw.use(src)).where(exp.Not(this=exp.Paren(this=behind))),
+                      src.columns, True)
+    ti, tj = micros(c(node.order_by, "i")), micros(c(node.order_by, "j"))
+    earlier = exp.Or(this=exp.LT(this=c(FILE, "j"), expression=c(FILE, "i")),
+                     expression=and_(exp.EQ(this=c(FILE, "j"), expression=c(FILE, "i")),
+                                     exp.LT(this=c(ROW, "j"), expression=c(ROW, "i"))))
+    # j was released before i arrived: a watermark at or above its time came after it (so above its own).
+    released = exp.Or(this=exp.Is(this=c(ARRIVAL_WM, "j"), expression=exp.Null()),
+                      expression=exp.LT(this=c(ARRIVAL_WM, "j"), expression=c(ARRIVAL_WM, "i")))
+    on = and_(*[null_safe_eq(c(p, "i"), c(p, "j")) for p in node.partition_by], exp.Paren(this=earlier),
+              exp.Between(this=tj, low=ti, high=c(ARRIVAL_WM, "i")), exp.Paren(this=released))
+    late = exp.select(c(FILE, "i"), c(ROW, "i")).distinct().from_(lw.use(src, "i")).join(
+        lw.use(src, "j"), on=on, join_type="INNER").where(
+        and_(exp.Not(this=exp.Is(this=c(ARRIVAL_WM, "i"), expression=exp.Null())),
+             exp.LTE(this=ti.copy(), expression=c(ARRIVAL_WM, "i"))))
+    late_rel = lw.add(late, [FILE, ROW])
+    same = and_(exp.EQ(this=c(FILE, "s"), expression=c(FILE, "l")), exp.EQ(this=c(ROW, "s"), expression=c(ROW, "l")))
+    kept = exp.select(*src.cols("s", order=True)).from_(lw.use(src, "s")).join(
+        lw.use(late_rel, "l"), on=same, join_type="LEFT").where(exp.Is(this=c(ROW, "l"), expression=exp.Null()))
+    return lw.add(kept, src.columns, True)
 
 
 def _arrival(src, names, used, descending: bool = False) -> list[exp.Ordered]:

@@ -23,10 +23,27 @@ from sqlglot import exp
 from ..logical.nodes import AggCall
 from ..logical.over import OverFrame
 from ..types import Schema, sum_type
-from .sqltree import alias, asc, cast, col, cols, desc, lit, render, same, select_from, star, sub, table
+from .sqltree import (
+    alias,
+    asc,
+    call,
+    cast,
+    col,
+    cols,
+    desc,
+    lit,
+    render,
+    same,
+    select_from,
+    star,
+    sub,
+    table,
+    union_all,
+)
 
 SEQ = "__seq"
 W = "__w"  # the frame every aggregate is computed over (a named WINDOW)
+LAST = "__last"  # the last time (epoch microseconds) a partition released rows
 
 
 @dataclass(frozen=True)
@@ -35,6 +52,17 @@ class OverSql:
     retain: str | None  # ROWS n PRECEDING: the rows to keep
     carry: str | None  # UNBOUNDED: the new running totals
     carry_schema: pa.Schema | None
+    # Bounded frames on event time (Flink's late rule, docs/time.md): ``__last`` holds per partition the last
+    # time released. ``last_of_rows``: for each row of ``__rows`` (in ``__seq`` order) its partition's;
+    # ``advance_last``: ``__last`` after the release ``__ready``, without the partitions whose state Flink
+    # has cleaned up by the watermark ``?`` (RANGE: 1.5 times the frame after their last row, none of them
+    # still in ``__pending``);
+    # ``retain_by_partition`` (RANGE): the rows of ``__hist`` and ``__ready`` within the frame of the
+    # partition's last time.
+    last_of_rows: str | None = None
+    advance_last: str | None = None
+    last_schema: pa.Schema | None = None
+    retain_by_partition: str | None = None
 
 
 def _over(func: exp.Expression) -> exp.Window:
@@ -81,14 +109,14 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
         compute = select_from(sub(framed, "r"), None, *cols(columns), *cols(a.name for a in aggs)) \
             .where(exp.column("__new")).order_by(*arrival)
         retain = None
+        both = _by_name(select_from("__hist", None, star()), select_from("__ready", None, star()))
         if frame.kind == "ROWS":
-            both = _by_name(select_from("__hist", None, star()), select_from("__ready", None, star()))
             latest = select_from(sub(both, "u"), None, star(), exp.alias_(exp.Window(
                 this=exp.RowNumber(), partition_by=cols(P) or None,
                 order=exp.Order(expressions=[desc(order), desc(exp.column(SEQ))])), "__rk"))
             retain = render(select_from(sub(latest, "k"), None, exp.Star(except_=[exp.column("__rk")]))
                             .where(exp.LTE(this=exp.column("__rk"), expression=lit(frame.preceding))))
-        return OverSql(render(compute), retain, None, None)
+        return OverSql(render(compute), retain, None, None, **_last_released(partition, order, frame, schema, both))
 
     # UNBOUNDED PRECEDING: running totals before this release, plus a window over the released rows.
     parts: list[tuple[str, exp.Expression, exp.Expression, type, pa.DataType]] = []  # (name, per-row window,
@@ -137,6 +165,43 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
     carry_schema = pa.schema([pa.field(p, schema.find(p).type) for p in partition] +
                              [pa.field(n, ty) for n, _, _, _, ty in parts])
     return OverSql(render(compute), None, render(carry), carry_schema)
+
+
+MIN_TIME = -(2**63)
+
+
+def _last_released(partition: tuple[str, ...], order: str, frame: OverFrame, schema: Schema,
+                   both: exp.Expression) -> dict:
+    """The statements of a bounded frame's per-partition late rule (see OverSql)."""
+    P = list(partition)
+    if P:
+        last_of_rows = select_from("__rows", "r", alias(exp.func("COALESCE", col(LAST, "l"), lit(MIN_TIME)), LAST)) \
+            .join(table("__last", "l"), on=same("r", "l", P), join_type="left").order_by(asc(col(SEQ, "r")))
+    else:
+        latest = exp.Subquery(this=select_from("__last", None, exp.Max(this=col(LAST))))
+        last_of_rows = select_from("__rows", None, alias(exp.func("COALESCE", latest, lit(MIN_TIME)), LAST)) \
+            .order_by(asc(col(SEQ)))
+    # Flink's RowTimeRangeBoundedPrecedingFunction clears an idle partition's state (and so its last time)
+    # once the watermark reaches its cleanup timer, 1.5 frames (in ms) and 1 ms after its last row.
+    cleanup = ((frame.preceding // 1000) * 3 // 2 + 1) * 1000 if frame.kind == "RANGE" else None
+    times = union_all(select_from("__last", None, *cols(P), col(LAST)),
+                      select_from("__ready", None, *cols(P), alias(call("epoch_us", col(order)), LAST)))
+    advance = select_from(sub(times, "u"), None, *cols(P), alias(exp.Max(this=col(LAST)), LAST))
+    if P:
+        advance = advance.group_by(*cols(P))
+    if cleanup is not None:  # a partition with rows still pending has a later row: not due
+        due = exp.GT(this=exp.Add(this=col(LAST, "g"), expression=lit(cleanup)), expression=exp.Placeholder())
+        pending = exp.Exists(this=select_from("__pending", "p", lit(1)).where(same("p", "g", P)))
+        advance = select_from(sub(advance, "g"), None, star()).where(exp.or_(due, pending))
+    last_schema = pa.schema([pa.field(p, schema.find(p).type) for p in partition] + [pa.field(LAST, pa.int64())])
+    retain = None
+    if frame.kind == "RANGE":
+        reach = exp.GTE(this=call("epoch_us", col(order, "r")),
+                        expression=exp.Sub(this=col(LAST, "l"), expression=lit(frame.preceding)))
+        retain = render(select_from(sub(both.copy(), "r"), None, star("r"))
+                        .join(table("__last", "l"), on=same("r", "l", P), join_type="inner").where(reach))
+    return dict(last_of_rows=render(last_of_rows), advance_last=render(advance), last_schema=last_schema,
+                retain_by_partition=retain)
 
 
 def _window_agg(a: AggCall, schema: Schema) -> exp.Expression:

@@ -76,7 +76,7 @@ def _partial_agg(i: int, a: L.AggCall) -> PartialAgg:
     return PartialAgg(a.func, a.name, a.type, ((f"__p{i}", how),))
 
 
-def over_fields(node: OverAggregate, needed: set[str]) -> dict:
+def over_fields(node: OverAggregate, needed: set[str], event_time: bool = True) -> dict:
     """The fields of an OverAggOp computing ``node``, keeping the input columns read above it."""
     keep = needed | set(node.partition_by) | {node.order_by} | {a.arg for a in node.aggs if a.arg}
     columns = [f.name for f in node.input.schema if f.name in keep]
@@ -84,7 +84,10 @@ def over_fields(node: OverAggregate, needed: set[str]) -> dict:
     return dict(schema=pa.schema([f for f in node.schema.to_arrow() if f.name in columns] +
                                  [pa.field(a.name, a.type) for a in node.aggs]),
                 columns=tuple(columns), order=node.order_by, frame=node.frame, compute_sql=sql.compute,
-                retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema)
+                retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema,
+                partition=tuple(node.partition_by), event_time=event_time, last_of_rows_sql=sql.last_of_rows,
+                advance_last_sql=sql.advance_last, last_schema=sql.last_schema,
+                retain_by_partition_sql=sql.retain_by_partition)
 
 
 def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression | None) -> dict:

@@ -15,6 +15,14 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from ..analysis.lateness import (
+    is_session_tvf,
+    judges_late_events,
+    judges_per_session,
+    scans_judged_per_window,
+    scans_under_event_time,
+    window_grids,
+)
 from ..analysis.needed_columns import required_columns, source_columns
 from ..analysis.state_bounds import state_bound
 from ..bind.emit import source_lateness_us
@@ -22,10 +30,7 @@ from ..bind.expressions import col
 from ..errors import UnsupportedPlan
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
-from ..logical.join import Join
 from ..logical.late import LateScan
-from ..logical.over import OverAggregate
-from ..logical.rank import TopN
 from ..logical.sort import Limit, TemporalSort
 from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
@@ -78,7 +83,7 @@ class _Planner(JoinPlanning):
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
         self.required = required_columns(root)
         self.timed_scans = scans_under_event_time(root)
-        self.window_judged = scans_judged_per_window(root)
+        self.window_judged = scans_judged_per_window(root, judges_late_events)
         times = time_kinds(root)
         if len(times) > 1:  # one watermark drives a job
             raise _unsupported("a query that uses both processing time and event time",
@@ -104,7 +109,7 @@ class _Planner(JoinPlanning):
         chain: list[L.Node] = []
         cur = node
         while isinstance(cur, _PER_BATCH) and (cur is node or self.consumers.get(id(cur), 0) <= 1) \
-                and id(cur) not in self.done and not _is_session(cur):
+                and id(cur) not in self.done and not is_session_tvf(cur):
             chain.append(cur)
             cur = cur.inputs[0]
         return chain[::-1], cur
@@ -132,7 +137,7 @@ class _Planner(JoinPlanning):
     plan_Filter = plan_Project = plan_per_batch
 
     def plan_WindowTVF(self, node: L.WindowTVF) -> int:
-        if _is_session(node):
+        if is_session_tvf(node):
             return self.session(node)
         return self.plan_per_batch(node)
 
@@ -156,7 +161,7 @@ class _Planner(JoinPlanning):
 
     def plan_OverAggregate(self, node) -> int:
         chain, base = self.fused_input(node)
-        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
+        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)), not self.processing_time)
         return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
 
@@ -222,7 +227,10 @@ class _Planner(JoinPlanning):
                         idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
                         drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
                         per_window=not late_only and id(node) in self.window_judged,
-                        window_grids=window_grids(self.root) if id(node) in self.window_judged else ())
+                        window_grids=window_grids(self.root, judges_late_events)
+                        if id(node) in self.window_judged else (),
+                        isolate_late=id(node) in self.window_judged and any(
+                            judges_per_session(n) for n in L.walk(self.root)))
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:
@@ -334,128 +342,6 @@ def computed_columns_sql(src, columns, computed, proctime: str | None = None) ->
         [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
         ([col(OP)] if src.kind == "table" else [])
     return S.render(exp.select(*items).from_(S.batch_table()))
-
-
-def _is_session(node: L.Node) -> bool:
-    return isinstance(node, L.WindowTVF) and node.window.type.merging
-
-
-def uses_event_time(node: L.Node) -> bool:
-    """Whether an operator acts on the watermark: it would drop or mis-place events behind it.
-
-    A TUMBLE, HOP or CUMULATE table function only labels rows with their
-    windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
-    what consumes the windows judges lateness.
-    """
-    if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
-        return True
-    if isinstance(node, L.WindowTVF):
-        return node.window.type.merging
-    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
-        return True
-    if isinstance(node, TopN):
-        return node.kind in ("window", "first", "last")
-    if isinstance(node, Join):
-        return node.strategy in ("interval", "window", "temporal")
-    return False
-
-
-def scans_under_event_time(root: L.Node) -> set[int]:
-    """The scans with an event-time operator above them: only they drop late events.
-
-    A query that never acts on event time (a projection, a filter, a group
-    aggregate, a lookup join) keeps every event, as in Flink, where only
-    operators that fire on the watermark drop late data.
-    """
-    timed: set[int] = set()
-
-    def visit(node: L.Node, under: bool, seen: set) -> None:
-        key = (id(node), under)
-        if key in seen:
-            return
-        seen.add(key)
-        if isinstance(node, L.Scan):
-            if under:
-                timed.add(id(node))
-            return
-        below = under or uses_event_time(node)
-        for child in node.inputs:
-            visit(child, below, seen)
-
-    visit(root, False, set())
-    return timed
-
-
-def judges_per_window(node: L.Node) -> bool:
-    """An event-time operator that judges late events itself, per window, as Flink's window operators do.
-
-    A TUMBLE / HOP / CUMULATE aggregate emitting final results
-    (``SlicingWindowAggProcessor``) and a per-window Top-N or deduplication
-    (``WindowRankProcessor``, ``RowTimeWindowDeduplicateProcessor``) drop
-    an event from a window only when that window had fired when the event
-    arrived; the event still counts in the windows that are open.
-    """
-    if isinstance(node, L.WindowAggregate):
-        return not node.window.type.merging and not node.emit.updating
-    return isinstance(node, TopN) and node.kind == "window"
-
-
-def scans_judged_per_window(root: L.Node) -> set[int]:
-    """The scans under event time whose every event-time operator above judges lateness per window.
-
-    Their sources drop nothing: they cut their batches before each event
-    behind the watermark, so that the operators above see the watermark
-    as it stood when the event arrived (docs/time.md).
-    """
-    timed = scans_under_event_time(root)
-    other: set[int] = set()
-
-    def visit(node: L.Node, clean: bool, seen: set) -> None:
-        key = (id(node), clean)
-        if key in seen:
-            return
-        seen.add(key)
-        if isinstance(node, L.Scan):
-            if not clean:
-                other.add(id(node))
-            return
-        # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
-        # how they interleave: the scans below judge at the source, against their own watermark.
-        below = clean and len(node.inputs) <= 1 and (
-            judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
-        for child in node.inputs:
-            visit(child, below, seen)
-
-    visit(root, True, set())
-    return timed - other
-
-
-def window_grids(root: L.Node) -> tuple[tuple[int, int], ...]:
-    """The (width, offset) of every window grid that an operator judging lateness per window uses: every
-    window end lies on one."""
-    grids = []
-    for n in L.walk(root):
-        if not judges_per_window(n):
-            continue
-        spec = n.window if isinstance(n, L.WindowAggregate) else None
-        below = n.input
-        while spec is None and below is not None:
-            spec = below.window if isinstance(below, L.WindowTVF) else None
-            below = below.inputs[0] if len(below.inputs) == 1 else None
-        if spec is not None and (spec.pane, spec.offset) not in grids:
-            grids.append((spec.pane, spec.offset))
-    return tuple(grids)
-
-
-def _reads_a_window_judge(node: L.Node) -> bool:
-    """A CQL snapshot operator over a window aggregate: the window judges lateness, the snapshot reads its
-    results (which are never late)."""
-    if not isinstance(node, SnapshotDiff):
-        return False
-    below = node.input
-    while not judges_per_window(below) and len(below.inputs) == 1 and not uses_event_time(below):
-        below = below.inputs[0]
-    return judges_per_window(below)
 
 
 def _fused_label(node: L.Node, chain: list[L.Node]) -> str:

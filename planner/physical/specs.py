@@ -53,6 +53,9 @@ class SourceOp(OpSpec):
     # (width, offset) of the window grids of those operators: an event exactly at the watermark is late for
     # a window ending 1 ms after it (the window fired at its last millisecond), so the source cuts there too.
     window_grids: tuple[tuple[int, int], ...] = ()
+    # A session above judges each event behind the watermark alone, before the events after it (which
+    # could otherwise bridge it to an open session): each such event is a batch of its own.
+    isolate_late: bool = False
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,15 @@ class OverAggOp(OpSpec):
     retain_sql: str | None = None
     carry_sql: str | None = None
     carry_schema: pa.Schema | None = None
+    partition: tuple[str, ...] = ()
+    # On event time the operator judges late rows as Flink's OVER operators (docs/time.md): a row at or below
+    # the watermark is late for an UNBOUNDED frame, one at or below the last time released for its
+    # partition for a bounded frame; rows at the watermark are released with it.
+    event_time: bool = False
+    last_of_rows_sql: str | None = None  # bounded frames: see planner/lower/sqlgen_over.py OverSql
+    advance_last_sql: str | None = None
+    last_schema: pa.Schema | None = None
+    retain_by_partition_sql: str | None = None
 
 
 @dataclass(frozen=True)

@@ -65,15 +65,11 @@ class Tumble(SlicedWindowKind):
 
 
 class Hop(SlicedWindowKind):
-    """Windows of ``size`` starting every ``slide``: a row is in size / slide of them."""
+    """Windows of ``size`` starting every ``slide``: a row is in those that started within ``size`` before it
+    (size / slide of them when the size is a multiple of the slide; as Flink, it need not be)."""
 
     name = "HOP"
     params = ("slide", "size")
-
-    def check(self, values: dict[str, int]) -> tuple[str, str] | None:
-        if values["size"] % values["slide"]:
-            return "size", "the size of a HOP window must be a whole multiple of its slide"
-        return None
 
     def pane(self, w: WindowSpec) -> int:
         return gcd(w.slide, w.size)

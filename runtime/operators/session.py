@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
 from ...planner.physical.stream_specs import SessionOp
 from ..duck import conform
-from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
+from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
 from .session_merge import E, Islands, KeyFilter, S, int_keys, keyed_islands, partition_ids, sorted_islands
 from .source import int64_values
@@ -60,7 +60,7 @@ DEAD = -(2**63)  # the end of a session taken out of its run: below every waterm
 MAX_RUNS = 8
 
 
-class SessionLogic(Logic):
+class SessionLogic(CountsLate, Logic):
     def __init__(self, spec: SessionOp, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
@@ -75,6 +75,7 @@ class SessionLogic(Logic):
         self.int_partition = not part or (len(part) == 1 and pa.types.is_integer(spec.state_schema.field(part[0]).type)
                                           and spec.state_schema.field(part[0]).type != pa.uint64())
         self.batches = {"numpy": 0, "general": 0}  # how many batches each path merged
+        self.count_late(env, spec.id)
 
     @property
     def state_rows(self) -> int:
@@ -113,7 +114,7 @@ class SessionLogic(Logic):
             found = sorted_islands(partition_ids(merged, self.spec.partition),
                                    int64_values(merged.column(S)), int64_values(merged.column(E)))
             self.batches["general"] += 1
-        sessions = self._sessions(merged, found)
+        sessions = self._drop_late(self._sessions(merged, found), found)
         self._add_run(sessions, alive)
         if self.emitted is None:
             return []
@@ -121,6 +122,22 @@ class SessionLogic(Logic):
         if self.spec.emit.mode != "changes":
             visible = visible.filter(pc.less(visible.column(E), self.fired.value))  # only closed sessions
         return self._diff(visible, rows)
+
+    def _drop_late(self, sessions: pa.Table, found: Islands) -> pa.Table:
+        """The sessions without those that had closed before their events arrived, which are counted.
+
+        As Flink's ``MergingWindowProcessFunction``: an event is late only when the session it merges into
+        (with the open sessions and the other events) had closed at the watermark then, which is the
+        operator's watermark (the source cuts its batches before events behind it). Such a session holds
+        only events of this batch: an open session ends at or above the watermark, and merging only grows.
+        """
+        if self.keep_us or self.fired.value == MIN_WATERMARK:
+            return sessions
+        late = found.ends < self.fired.value
+        if not late.any():
+            return sessions
+        self.late_dropped += int((found.lasts - found.firsts + 1)[late].sum())
+        return sessions.filter(pc.greater_equal(sessions.column(E), self.fired.value))
 
     def _rows(self, batch: pa.Table) -> pa.Table:
         """One state row per event: straight from the batch's columns when the plan allows, else by DuckDB."""

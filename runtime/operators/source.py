@@ -200,7 +200,8 @@ class SourceLogic:
             if retracting is not None:
                 late &= ~retracting
             kept = table.filter(pa.array(~late)) if late.any() else table
-            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us, self.spec.window_grids)
+            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us, self.spec.window_grids,
+                              self.spec.isolate_late)
             return self._count_late(table, late, kept)
         if self.partitioned:
             threshold = self._partition_thresholds(ts)
@@ -245,7 +246,7 @@ class SourceLogic:
 
 
 def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
-          grids: tuple[tuple[int, int], ...] = ()) -> list[tuple[int, int]]:
+          grids: tuple[tuple[int, int], ...] = (), isolate: bool = False) -> list[tuple[int, int]]:
     """Where to advance the watermark within a batch: before each event behind it, to its value then.
 
     ``before``: the largest time before each event (``start`` before the
@@ -253,7 +254,8 @@ def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
     one exactly at it, when a window of ``grids`` ends 1 ms later: windows
     fire at their last millisecond), and only the watermark's value at each
     of them matters, so consecutive late events under one watermark share a
-    cut.
+    cut. ``isolate``: every event behind the watermark is cut off from the
+    events after it too (a session judges each alone, as it arrived).
     """
     if len(ts) == 0 or start == MIN_WATERMARK and before[-1] == MIN_WATERMARK:
         return []
@@ -267,6 +269,10 @@ def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
             for width, offset in grids:
                 last_ms |= (ts + WINDOW_TIME_OFFSET_US - offset) % width == 0
             behind |= at & last_ms
+    if isolate:  # a cut before and after each (the second leaves the watermark as it is)
+        rows = np.nonzero(behind)[0]
+        pairs = [((int(row), int(mark)), (int(row) + 1, int(mark))) for row, mark in zip(rows, watermark[rows])]
+        return [cut for pair in pairs for cut in pair if cut[0] < len(ts)]
     behind = np.nonzero(behind & (watermark > first))[0]
     if len(behind) == 0:
         return []

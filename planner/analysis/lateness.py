@@ -1,0 +1,187 @@
+"""Which operators judge late events themselves, and which scans they judge for (docs/time.md).
+
+A scan under an operator that acts on event time drops late events; where
+every such operator above it judges them itself (Flink's rule for that
+operator: per window, per session, per OVER partition), the scan drops
+nothing and its source cuts its batches before events behind the
+watermark, so each operator sees the watermark as it stood when the event
+arrived. The runtime and the batch routes ask with their own ``judge``.
+"""
+
+from __future__ import annotations
+
+from ..logical import nodes as L
+from ..logical.cql import SnapshotDiff
+from ..logical.join import Join
+from ..logical.over import OverAggregate
+from ..logical.rank import TopN
+
+
+def is_session_tvf(node: L.Node) -> bool:
+    return isinstance(node, L.WindowTVF) and node.window.type.merging
+
+
+def uses_event_time(node: L.Node) -> bool:
+    """Whether an operator acts on the watermark: it would drop or mis-place events behind it.
+
+    A TUMBLE, HOP or CUMULATE table function only labels rows with their
+    windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
+    what consumes the windows judges lateness.
+    """
+    if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
+        return True
+    if isinstance(node, L.WindowTVF):
+        return node.window.type.merging
+    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
+        return True
+    if isinstance(node, TopN):
+        return node.kind in ("window", "first", "last")
+    if isinstance(node, Join):
+        return node.strategy in ("interval", "window", "temporal")
+    return False
+
+
+def scans_under_event_time(root: L.Node) -> set[int]:
+    """The scans with an event-time operator above them: only they drop late events.
+
+    A query that never acts on event time (a projection, a filter, a group
+    aggregate, a lookup join) keeps every event, as in Flink, where only
+    operators that fire on the watermark drop late data.
+    """
+    timed: set[int] = set()
+
+    def visit(node: L.Node, under: bool, seen: set) -> None:
+        key = (id(node), under)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if under:
+                timed.add(id(node))
+            return
+        below = under or uses_event_time(node)
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, False, set())
+    return timed
+
+
+def judges_per_window(node: L.Node) -> bool:
+    """An event-time operator that judges late events itself, per window, as Flink's window operators do.
+
+    A TUMBLE / HOP / CUMULATE aggregate emitting final results
+    (``SlicingWindowAggProcessor``) and a per-window Top-N or deduplication
+    (``WindowRankProcessor``, ``RowTimeWindowDeduplicateProcessor``) drop
+    an event from a window only when that window had fired when the event
+    arrived; the event still counts in the windows that are open.
+    """
+    if isinstance(node, L.WindowAggregate):
+        return not node.window.type.merging and not node.emit.updating
+    return isinstance(node, TopN) and node.kind == "window"
+
+
+def judges_late_events(node: L.Node) -> bool:
+    """A runtime operator that judges late events itself, with its Flink operator's rule (docs/time.md).
+
+    The window operators of :func:`judges_per_window`; a session window
+    (aggregated or not) emitting final results, which drops an event only
+    when the session it merges into had closed (``MergingWindowProcessFunction``);
+    and an OVER aggregate, which drops a row at or below the watermark
+    (unbounded frames, ``AbstractRowTimeUnboundedPrecedingOver``) or at or
+    below the last time it emitted for the row's partition (bounded frames,
+    ``RowTimeRangeBoundedPrecedingFunction``).
+
+    Joins judge at their sources: a two-input operator's watermark is the
+    minimum over its inputs as they stand when a row arrives, which depends
+    on how the inputs interleave, so no rule over it gives the same rows
+    whatever the batch sizes.
+    """
+    return judges_per_window(node) or judges_per_session(node) or isinstance(node, OverAggregate)
+
+
+def judges_per_session(node: L.Node) -> bool:
+    """A session window (aggregated or not) emitting final results: it judges late events per session."""
+    if isinstance(node, L.WindowAggregate):
+        return node.window.type.merging and not node.emit.updating
+    return is_session_tvf(node)
+
+
+def judges_on_batch_routes(node: L.Node) -> bool:
+    """The operators that judge late events themselves on the batch routes too: per window, and OVER."""
+    return judges_per_window(node) or isinstance(node, OverAggregate)
+
+
+def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
+    """The scans under event time whose every event-time operator above judges lateness itself (``judge``:
+    per window on the batch routes, :func:`judges_late_events` on the runtime).
+
+    Their sources drop nothing: they cut their batches before each event
+    behind the watermark, so that the operators above see the watermark
+    as it stood when the event arrived (docs/time.md). Under a join that
+    judges lateness itself, its operator's watermark is the minimum over its
+    inputs as they stand when the row arrives, as in Flink.
+    """
+    timed = scans_under_event_time(root)
+    other: set[int] = set()
+
+    def visit(node: L.Node, clean: bool, seen: set) -> None:
+        key = (id(node), clean)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if not clean:
+                other.add(id(node))
+            return
+        # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
+        # how they interleave: the scans below judge at the source, against their own watermark.
+        judged = judge(node)
+        below = clean and (len(node.inputs) <= 1 or judged) and (
+            judged or not uses_event_time(node) or _reads_a_window_judge(node))
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, True, set())
+    return timed - other
+
+
+# A grid every microsecond lies on: an event exactly at the watermark can be late (an OVER aggregate).
+EVERY_INSTANT = (1, 0)
+
+
+def window_grids(root: L.Node, judge=judges_per_window) -> tuple[tuple[int, int], ...]:
+    """The (width, offset) of every window grid that an operator judging lateness per window uses: every
+    window end lies on one. An OVER aggregate judges an event at the watermark late: ``EVERY_INSTANT``."""
+    grids = []
+    for n in L.walk(root):
+        if not judge(n):
+            continue
+        if isinstance(n, OverAggregate):
+            grids.append(EVERY_INSTANT)
+            continue
+        if not (judges_per_window(n) or (isinstance(n, Join) and n.strategy == "window")):
+            continue
+        spec = n.window if isinstance(n, L.WindowAggregate) else None
+        below = list(n.inputs)
+        while spec is None and below:
+            node = below.pop(0)
+            if isinstance(node, L.WindowTVF):
+                if not node.window.type.merging and (node.window.pane, node.window.offset) not in grids:
+                    grids.append((node.window.pane, node.window.offset))
+                continue
+            below.extend(node.inputs)
+        if spec is not None and (spec.pane, spec.offset) not in grids:
+            grids.append((spec.pane, spec.offset))
+    return tuple(dict.fromkeys(grids))
+
+
+def _reads_a_window_judge(node: L.Node) -> bool:
+    """A CQL snapshot operator over a window aggregate: the window judges lateness, the snapshot reads its
+    results (which are never late)."""
+    if not isinstance(node, SnapshotDiff):
+        return False
+    below = node.input
+    while not judges_per_window(below) and len(below.inputs) == 1 and not uses_event_time(below):
+        below = below.inputs[0]
+    return judges_per_window(below)
