@@ -252,6 +252,18 @@ def test_the_spark_route_refuses_python_functions_naming_the_routes_that_run_the
         engine.query("SELECT twice(v) AS t FROM ev")
 
 
+def test_auto_routes_a_large_input_to_duckdb_not_to_spark_which_cannot_call_them(tmp_path):
+    data = events(300, seed=10)
+    engine = file_engine(tmp_path, data, "auto")
+    define(engine)
+    engine.execute("SET 'batch.max_bytes' = '100'")  # "large": Spark's, were it not for the function
+    assert engine.explain(SELECT).splitlines()[0].startswith("route: duckdb (")
+    assert "Spark cannot call the Python function" in engine.explain(SELECT).splitlines()[0]
+    q = engine.query(SELECT)
+    engine.run_until_idle()
+    assert rows(q.snapshot()) == rows(duck(ORACLE, ev=data))
+
+
 def test_bad_definitions_are_refused_with_what_to_change():
     engine = dsms.Engine()
     with pytest.raises(SqlError, match="'upper' cannot name a Python function: it is a built-in function"):
