@@ -374,3 +374,30 @@ def test_a_function_over_an_updating_table_retracts_what_it_emitted():
     expected = duck("SELECT COALESCE(UPPER(k) || '!', 'NONE') AS s, SUM(v * 2) AS total, COUNT(*) AS n FROM acct "
                     "GROUP BY ALL", acct=current)
     assert rows(final) == rows(expected)
+
+
+def test_a_function_created_over_psql_serves_a_view_and_survives_a_server_restart(tmp_path):
+    from server_helpers import DsmsServer
+
+    module = f"served_udfs_{abs(hash(str(tmp_path)))}"
+    (tmp_path / f"{module}.py").write_text("def half(v) -> float:\n    return None if v is None else v / 2\n")
+    script = tmp_path / "session.sql"
+    script.write_text(textwrap.dedent(f"""\
+        CREATE STREAM clicks (ad BIGINT, price DOUBLE) WITH (connector = 'memory');
+        CREATE FUNCTION half AS '{module}.half' LANGUAGE PYTHON;
+        INSERT INTO clicks VALUES (1, 3.0), (2, 5.0), (1, 1.0);
+        CREATE MATERIALIZED VIEW per_ad AS SELECT ad, SUM(half(price)) AS h FROM clicks GROUP BY ad;
+        FLUSH;
+        \\pset format unaligned
+        \\pset tuples_only on
+        SELECT ad, h FROM per_ad ORDER BY ad;
+        """))
+    with DsmsServer(str(tmp_path)) as server:
+        done = server.psql("-v", "ON_ERROR_STOP=1", "-f", str(script))
+        assert "CREATE FUNCTION" in done.stdout.splitlines()
+        assert "1|2" in done.stdout.splitlines() and "2|2.5" in done.stdout.splitlines()
+    with DsmsServer(str(tmp_path)) as server:
+        shown = server.psql("-A", "-t", "-c", "SHOW FUNCTIONS").stdout.splitlines()
+        assert f"half|python|{module}.half RETURNS DOUBLE" in shown
+        done = server.psql("-A", "-t", "-c", "SELECT ad, h FROM per_ad ORDER BY ad")
+        assert done.stdout.splitlines() == ["1|2", "2|2.5"]
