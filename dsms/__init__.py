@@ -21,12 +21,14 @@ from .errors import (
     BackpressureError,
     DsmsError,
     EvaluationError,
+    PythonFunctionError,
     SinkError,
     SourceError,
     SqlError,
     SqlSyntaxError,
     UnsupportedPlan,
 )
+from .python_functions import udf
 from .queries import Subscription
 from .query import QueryHandle, Result
 from .runtime.clock import SystemClock, VirtualClock
@@ -64,5 +66,6 @@ def plan(sql: str, catalog):
     return plan_query(query, catalog, stmt.source)
 
 
-__all__ = ["BackpressureError", "DsmsError", "Engine", "EvaluationError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
-           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "__version__"]
+__all__ = ["BackpressureError", "DsmsError", "Engine", "EvaluationError", "PythonFunctionError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
+           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "udf",
+           "__version__"]

@@ -27,10 +27,19 @@ def show_catalog(catalog: Catalog, stmt: Show) -> pa.Table:
                  "columns": ", ".join(f.name for f in o.schema)} for o in objs]
         return rows_table(rows, ["name", "kind", "connector", "columns"])
     if what == "functions":
-        return pa.table({"name": SCALAR_FUNCTIONS})
+        return show_functions(catalog)
     if what == "connectors":
         return show_connectors()
     raise SqlError(Diagnostic(f"SHOW {what.upper()} is not supported yet", stmt.span, stmt.source))
+
+
+def show_functions(catalog: Catalog) -> pa.Table:
+    """The built-in scalar functions, then the Python functions (``CREATE FUNCTION``) with what they run."""
+    rows = [{"name": n, "kind": "built-in", "definition": ""} for n in SCALAR_FUNCTIONS]
+    rows += [{"name": f.name, "kind": "python, temporary" if f.temporary else "python",
+              "definition": f"{f.target} RETURNS {sql_name(f.returns)}"}
+             for f in sorted(catalog.functions.values(), key=lambda f: f.name.lower())]
+    return rows_table(rows, ["name", "kind", "definition"])
 
 
 SHOW_CONNECTORS_COLUMNS = ["name", "kind", "bounded", "formats", "routes", "description"]

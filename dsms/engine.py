@@ -29,6 +29,7 @@ from .describe import check_unread, describe, show_catalog
 from .engine_state import EngineState
 from .flow import admit
 from .grammar import (
+    CreateFunction,
     CreateMaterializedView,
     CreateSink,
     CreateSource,
@@ -60,6 +61,7 @@ from .planner.bind.time_zone import session_zone
 from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .pull import pulled_views, run_pull
+from .python_functions import create_function, define_function, drop_function, function_key
 from .queries import Queries, RunningQuery, Subscription
 from .query import QueryHandle, QueryStatus, Result, in_zone
 from .runtime.convert import to_table
@@ -333,6 +335,21 @@ class Engine(EngineState):
 
     # -- statement handlers ---------------------------------------------------------
 
+    def create_function(self, name: str, func, returns: str | None = None, vectorized: bool | None = None) -> None:
+        """Make the Python function ``func`` callable in SQL as ``name`` (``dsms/python_functions.py``).
+
+        ``returns`` is its SQL result type (or from ``@dsms.udf`` / its return annotation);
+        ``vectorized``: it takes pyarrow arrays (default: a parameter is annotated ``pa.Array``).
+        """
+        with self._lock:
+            define_function(self.catalog, name, func, returns, vectorized)
+
+    def _do_CreateFunction(self, stmt: CreateFunction, base: str) -> Result:
+        created, message = create_function(self.catalog, stmt, base)
+        if created and not stmt.temporary:  # a catalog function is saved; a temporary one lives with the engine
+            self._save_create("function", function_key(stmt.name.value), stmt, base)
+        return Result("ok", message)
+
     def _do_CreateSource(self, stmt: CreateSource, base: str) -> Result:
         if stmt.if_not_exists and self.catalog.get(stmt.name.value) is not None:
             return Result("ok", f"{stmt.kind} {stmt.name.value} already exists")
@@ -448,6 +465,11 @@ class Engine(EngineState):
 
     def _do_Drop(self, stmt: Drop, base: str) -> Result:
         name = stmt.name.value
+        if stmt.kind == "function":
+            message = drop_function(self.catalog, stmt)
+            if self.durable is not None:
+                self.durable.record_drop(function_key(name))
+            return Result("ok", message)
         if stmt.kind == "query":
             query = self.queries.running.get(name.lower())
             if query is None:

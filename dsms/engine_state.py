@@ -58,7 +58,8 @@ class EngineState:
 
     def _restore(self) -> None:
         """Recreate the saved catalog, in order, each object under the settings it was created with."""
-        for entry in self.durable.objects:
+        # Functions first: a view or query saved before a function was dropped and made again calls it.
+        for entry in sorted(self.durable.objects, key=lambda e: e["kind"] != "function"):
             self.catalog.settings = dict(entry["settings"])
             if self.batch_rows:
                 self.scheduler.batch_rows = self.batch_rows

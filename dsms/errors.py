@@ -16,6 +16,7 @@ from .runtime.errors import (
     EvaluationError,
     LookupTableError,
     MatchError,
+    PythonFunctionError,
     RouteError,
     RouteNotFound,
     RowError,
@@ -24,6 +25,6 @@ from .runtime.errors import (
 )
 
 __all__ = ["BackfillError", "BackpressureError", "ChangelogError", "ConnectorRegistryError", "Diagnostic", "DsmsError", "EvaluationError",
-           "LookupTableError", "LoweringRefused", "MatchError",
+           "LookupTableError", "LoweringRefused", "MatchError", "PythonFunctionError",
            "RouteError", "RouteNotFound", "RowError", "SinkError", "SourceError", "Span", "SqlError", "SqlSyntaxError",
            "UnsupportedPlan", "render"]

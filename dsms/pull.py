@@ -46,6 +46,7 @@ from .runtime.changelog import OP
 from .runtime.duck import Duck, conform
 from .runtime.memory import MemoryLog
 from .runtime.session import log_reader, run_bounded
+from .runtime.udf import install
 
 
 def relation_names(tree: exp.Expression) -> list[str]:
@@ -99,7 +100,7 @@ def run_pull(stmt: QueryStatement, catalog: Catalog, views: list[MaterializedVie
 
     Returns the result rows as an Arrow table.
     """
-    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings), functions=catalog.functions)
     logs: dict[str, MemoryLog] = {}
     for view in views:
         schema = Schema(tuple(f.plain() for f in view.schema))
@@ -162,6 +163,7 @@ def _over_nothing(query: Query, catalog: Catalog, views, source, schema: pa.Sche
     tree = lowered.tree.transform(lambda n: None if isinstance(n, exp.Having) and n.this.meta.get(STREAM_ONLY)
                                   else n)
     with duckdb.connect() as con:
+        install(con, set())  # the Python functions the query calls
         for spec in lowered.scans:
             con.register(spec.relation, ReadPlan.of(spec).relation_schema.empty_table())
         table = con.sql(tree.sql(dialect="duckdb")).to_arrow_table()
@@ -176,7 +178,7 @@ _NO_FILE = {"connector": "file", "path": "-", "format": "parquet"}
 
 def _snapshot(catalog: Catalog, views, options: dict) -> Catalog:
     """The catalog with each view read by a pull query as a bounded stream of its current rows."""
-    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings))
+    snapshot = Catalog(objects=dict(catalog.objects), settings=dict(catalog.settings), functions=catalog.functions)
     for view in views:
         schema = Schema(tuple(f.plain() for f in view.schema))
         snapshot.objects[view.name.lower()] = SourceDef(

@@ -352,6 +352,21 @@ class _Build(Transformer):
     def drop_mv(self, children):
         return ("drop_kind", "materialized view")
 
+    def drop_function(self, children):
+        return ("drop_kind", "function")
+
+    def temporary(self, children):
+        return lark.Tree("temporary", [])
+
+    @v_args(meta=True)
+    def create_function(self, meta, children):
+        flags = self._flags(children)
+        names = [c for c in children if isinstance(c, st.Name)]
+        target = next(_unquote_string(c) for c in children if getattr(c, "type", "") == "STRING")
+        language = names[1].value.lower() if len(names) > 1 else "python"
+        return st.CreateFunction(_span(meta), self.source, name=names[0], target=target, language=language,
+                                 temporary="temporary" in flags, if_not_exists="if_not_exists" in flags)
+
     @v_args(meta=True)
     def drop(self, meta, children):
         kind = next(c[1] for c in children if isinstance(c, tuple))

@@ -92,6 +92,17 @@ class CreateView(Statement):
 
 
 @dataclass(frozen=True)
+class CreateFunction(Statement):
+    """``CREATE [TEMPORARY] FUNCTION name AS 'package.module.func' [LANGUAGE PYTHON]``."""
+
+    name: Name | None = None
+    target: str = ""  # the dotted path of the Python callable
+    language: str = "python"
+    temporary: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
 class CreateMaterializedView(Statement):
     name: Name | None = None
     options: dict = field(default_factory=dict)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, SqlError
@@ -33,6 +34,7 @@ DEFAULT_SETTINGS = {
     "insert.max_pending": "64MB",  # engine.insert holds back while queries have this much unread
     "insert.backpressure": "block",  # block (up to insert.timeout, giving queries turns) | error
     "insert.timeout": "30 s",
+    "python.files": "",  # where CREATE FUNCTION imports from, besides the script's folder (Flink's python.files)
 }
 
 # Other names of settings (Flink's), stored under dsms's name.
@@ -155,6 +157,18 @@ class MaterializedViewDef:
     object_kind: str = "materialized view"
 
 
+@dataclass(frozen=True, eq=False)
+class FunctionDef:
+    """A Python scalar function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB."""
+
+    name: str
+    internal: str
+    returns: pa.DataType
+    target: str  # 'package.module.func', or the Python name of a function given to Engine.create_function
+    temporary: bool = True
+    object_kind: str = "function"
+
+
 CatalogObject = SourceDef | ViewDef | SinkDef | MaterializedViewDef
 
 # Which kinds a relation reference in FROM may name.
@@ -167,6 +181,7 @@ class Catalog:
 
     objects: dict[str, CatalogObject] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_SETTINGS))
+    functions: dict[str, FunctionDef] = field(default_factory=dict)  # Python scalar functions by lower-cased name
 
     def get(self, name: str) -> CatalogObject | None:
         return self.objects.get(name.lower())

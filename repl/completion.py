@@ -45,7 +45,8 @@ QUERY_KEYWORDS = ("SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "
                   "FALSE", "NULL")
 SHOW_TARGETS = ("STREAMS", "TABLES", "VIEWS", "MATERIALIZED VIEWS", "SINKS", "QUERIES", "FUNCTIONS", "PROGRESS",
                 "CONNECTORS")
-CREATE_TARGETS = ("STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "OR REPLACE")
+CREATE_TARGETS = ("STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "FUNCTION", "TEMPORARY FUNCTION",
+                  "OR REPLACE")
 DROP_KINDS = {"STREAM": ("stream",), "TABLE": ("table",), "VIEW": ("view",), "SINK": ("sink",),
               "MATERIALIZED": ("materialized view",)}
 EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREATE SINK", "CREATE MATERIALIZED VIEW")
@@ -213,14 +214,20 @@ class _Context:
     def _after_drop(self, before):
         words = [t.upper for t in before[1:] if t.upper not in ("IF", "EXISTS")]
         if not words:
-            return _words(("STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "QUERY"), "keyword")
+            return _words(("STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "QUERY", "FUNCTION",
+                           "TEMPORARY FUNCTION"), "keyword")
         if words == ["MATERIALIZED"]:
             return _words(("VIEW",), "keyword")
+        if words[0] == "TEMPORARY":
+            words = words[1:] or [""]
         if len(words) > (2 if words[0] == "MATERIALIZED" else 1):
             return []
         if_exists = [] if any(t.upper == "IF" for t in before) else _words(("IF EXISTS",), "keyword")
         if words[0] == "QUERY":
             return _words(map(quote_name, self.queries), "query") + if_exists
+        if words[0] == "FUNCTION":
+            names = sorted(f.name for f in getattr(self.catalog, "functions", {}).values())
+            return _words(map(quote_name, names), "function") + if_exists
         return self.objects(DROP_KINDS.get(words[0], ())) + if_exists
 
     def _after_pause(self, before):
@@ -311,7 +318,8 @@ class _Context:
         if prev.kind in ("word", "quoted") and (prev2 in ("AS", ",") or _clause(before) in ("FROM", "JOIN")):
             return _words(QUERY_KEYWORDS, "keyword")  # after a relation, an alias or an expression: a keyword
         columns = [c for rel in scope for c in rel.columns]
-        return _columns(columns) + _words(FUNCTIONS, "function") + _words(QUERY_KEYWORDS, "keyword")
+        python = sorted(f.name for f in getattr(self.catalog, "functions", {}).values())
+        return _columns(columns) + _words(python + FUNCTIONS, "function") + _words(QUERY_KEYWORDS, "keyword")
 
 
 def _option_entries(inside: list[Token]) -> list[tuple[str, list[Token]]]:

@@ -8,6 +8,7 @@ import duckdb
 import pyarrow as pa
 
 from ..planner.physical.specs import BATCH
+from .udf import install
 
 _INSTANT = pa.timestamp("us", tz="UTC")
 
@@ -30,6 +31,7 @@ class Duck:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.calls = 0
+        self.functions: set[str] = set()  # the Python functions created on this connection (runtime/udf.py)
 
     def run(self, sql: str, table: pa.Table) -> pa.Table:
         """Run ``sql`` with ``table`` visible as the relation ``__input``."""
@@ -37,6 +39,7 @@ class Duck:
 
     def sql(self, sql: str, **tables: pa.Table) -> pa.Table:
         """Run ``sql`` with each of ``tables`` visible as a relation of its name; its rows."""
+        install(self.con, self.functions)
         with registered(self.con, **tables):
             self.calls += 1
             return utc_labelled(self.con.sql(sql).to_arrow_table())
@@ -54,6 +57,7 @@ class Duck:
         """
         if not statements:
             return None
+        install(self.con, self.functions)
         with registered(self.con, **({} if table is None else {BATCH: table})):
             body = statements[:-1] if result else statements
             for stmt in body:
@@ -66,6 +70,7 @@ class Duck:
             return utc_labelled((self.con.sql(last, params=params) if params else self.con.sql(last)).to_arrow_table())
 
     def query(self, sql: str) -> pa.Table:
+        install(self.con, self.functions)
         self.calls += 1
         return utc_labelled(self.con.sql(sql).to_arrow_table())
 

@@ -29,6 +29,7 @@ from .batch_job import BatchRoute
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, RunStats, ScanStats, read_scan
 from .batch_source import read_source_scan
 from .duck import conform
+from .udf import install, udf_failure
 
 RESULT_ROWS = 256 * 1024
 
@@ -58,6 +59,7 @@ class DuckDBExecutor:
         stats = RunStats([ScanStats(s.source.name) for s in lowered.scans])
         failure: list[BaseException] = []
         con = self._con = duckdb.connect()
+        install(con, set())  # the Python functions the statement may call
         scans = []
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
@@ -82,6 +84,9 @@ class DuckDBExecutor:
                     raise failure[0] from None
                 if not isinstance(e, duckdb.Error):
                     raise
+                udf_error = udf_failure(e, "the lowered statement")
+                if udf_error is not None:
+                    raise udf_error from None
                 raise RouteError(f"DuckDB could not run the lowered statement: {str(e).splitlines()[0]}") from None
             if failure:
                 raise failure[0]

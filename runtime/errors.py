@@ -51,6 +51,10 @@ class EvaluationError(DsmsError):
         super().__init__(f"the query failed in {operator}: {what}{hint}")
 
 
+class PythonFunctionError(DsmsError):
+    """A Python function (CREATE FUNCTION, Engine.create_function) failed on a row (the query stops, as in Flink)."""
+
+
 class BackfillError(DsmsError):
     """The history changed while it was backfilled."""
 

@@ -43,6 +43,7 @@ from .operators.window_agg import WindowAggLogic
 from .operators.window_emit import WindowEmitLogic
 from .progress import job_progress
 from .routes import JobStats, Output
+from .udf import udf_failure
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
@@ -313,7 +314,8 @@ class Job(Lifecycle):
         try:
             return handler(*args)
         except (duckdb.Error, pa.ArrowInvalid) as e:
-            raise EvaluationError(self.plan.ops[op_id].label, e) from None
+            raise udf_failure(e, self.plan.ops[op_id].label) or EvaluationError(self.plan.ops[op_id].label, e) \
+                from None
 
     def _advance(self, op_id: int, watermark: int) -> None:
         if watermark <= self.out_wm[op_id]:

@@ -65,6 +65,8 @@ SEEDS = [
     "EXPLAIN SELECT ad_id, COUNT(*) FROM clicks GROUP BY ad_id",
     "SET 'emit' = 'changes'", "SET 'batch.size' = '100'", "RESET 'emit'",
     "DROP VIEW IF EXISTS v1", "DROP STREAM IF EXISTS t1",
+    "CREATE FUNCTION f1 AS 'json.dumps' LANGUAGE PYTHON", "CREATE TEMPORARY SYSTEM FUNCTION f2 AS 'math.sqrt'",
+    "DROP TEMPORARY FUNCTION IF EXISTS f2",
     "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) "
     "GROUP BY window_start, window_end EMIT CHANGES",
     "SELECT ISTREAM * FROM clicks [RANGE 1 MINUTE SLIDE 10 SECONDS]",

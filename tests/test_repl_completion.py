@@ -71,7 +71,8 @@ WINDOWED = ["ad", "ts", "window_start", "window_end", "window_time"]
     ("INSERT INTO ads (|", ["id", "title"]),
     ("INSERT INTO ads (id, |", ["id", "title"]),
     ("INSERT INTO ads |", ["VALUES", "SELECT"]),
-    ("CREATE |", ["STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "OR REPLACE"]),
+    ("CREATE |", ["STREAM", "TABLE", "VIEW", "MATERIALIZED VIEW", "SINK", "FUNCTION", "TEMPORARY FUNCTION",
+                  "OR REPLACE"]),
     ("CREATE STREAM s (a BIGINT, b TIMESTAMP(3), WATERMARK FOR |", ["a", "b"]),
     ("CREATE STREAM s (a B|", ["BIGINT", "BOOLEAN", "BYTES"]),
     # Options come from the connector's descriptor (planner/connectors/), once the connector is named.

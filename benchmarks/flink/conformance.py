@@ -222,6 +222,9 @@ LTZ_WINDOW_LOSS = ("Flink bug FLINK-38075 (apache/flink PR #28006, 'data loss in
                    "non-UTC zone drops windows of day-long sizes; its rows of the windowing TVF alone, its 1-hour "
                    "windows, its UTC windows and its group-window TUMBLE (ltz_group_window_shanghai) all agree "
                    "with dsms, which counts every event in its local-midnight window")
+PYTHON_FUNCTIONS = ["CREATE TEMPORARY SYSTEM FUNCTION py_label AS 'conformance_udfs.label' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON"]
+
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
@@ -507,6 +510,16 @@ CASES = [
     {"name": "over_rank_lag_count",
      "sql": """SELECT id, k, RANK() OVER w AS r, DENSE_RANK() OVER w AS dr, LAG(id, 3) OVER w AS p3,
                       COUNT(*) OVER w AS n FROM ev2 WINDOW w AS (PARTITION BY k ORDER BY ts)"""},
+    # Python scalar functions (conformance_udfs.py): the same Python code, called by Flink's Python worker and
+    # by dsms over Arrow batches.
+    {"name": "python_scalar_functions", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT id, k, py_label(k, v) AS l, py_scaled(v) AS s FROM ev WHERE py_scaled(v) > 20"},
+    {"name": "python_twin_builtin_tumble",
+     "sql": f"""SELECT window_start, window_end, CONCAT(k, ':0') AS l, SUM(CAST(v AS BIGINT) * 3 - 1) AS s, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, CONCAT(k, ':0')"""},
+    {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},
 ]
 
 
@@ -544,8 +557,16 @@ def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, pa
         config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"}
         if zone:
             config["table.local-time-zone"] = zone
-        spec = {"parallelism": parallelism, "config": config,
-                "ddl": all_ddl(paths, flink=True) + [v for c in group for v in c.get("views", [])],
+        if any(c.get("python") for c in group):
+            # Flink's Python worker: this venv's Python, the cases' module. A bundle of one row: Flink's Python
+            # operator holds the watermark back until its bundle of rows is done, so with bigger bundles an
+            # event behind the watermark reaches a window before the watermark that makes it late.
+            config.update({"python.files": os.path.join(HERE, "conformance_udfs.py"),
+                           "python.executable": flinkenv.PYTHON, "python.client.executable": flinkenv.PYTHON,
+                           "python.fn-execution.bundle.size": "1"})
+        ddl = all_ddl(paths, flink=True)
+        ddl += list(dict.fromkeys(v for c in group for v in c.get("views", [])))  # cases may share a function
+        spec = {"parallelism": parallelism, "config": config, "ddl": ddl,
                 "jobs": [{"name": c["name"], "sql": c["sql"], "collect": True} for c in group]}
         part = flinkenv.run(spec)
         for e in part["ddl_errors"]:

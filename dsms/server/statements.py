@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..errors import Diagnostic, Span, SqlError
 from ..grammar import (
+    CreateFunction,
     CreateMaterializedView,
     CreateSink,
     CreateSource,
@@ -61,7 +62,7 @@ CATALOG = re.compile(r"\b(pg_catalog|information_schema|pg_[a-z_]+|version\s*\(|
                      r"|session_user|has_\w+_privilege)\b", re.I)
 NO_FROM = re.compile(r"^\s*SELECT\b(?!.*\bFROM\b)", re.I | re.S)
 
-_TAGS = {CreateView: "CREATE VIEW", CreateMaterializedView: "CREATE MATERIALIZED VIEW",
+_TAGS = {CreateView: "CREATE VIEW", CreateFunction: "CREATE FUNCTION", CreateMaterializedView: "CREATE MATERIALIZED VIEW",
          CreateSink: "CREATE SINK", Show: "SHOW", Describe: "DESCRIBE", Explain: "EXPLAIN", SetOption: "SET",
          ResetOption: "RESET", PauseQuery: "PAUSE QUERY", ResumeQuery: "RESUME QUERY"}
 

@@ -19,6 +19,8 @@
   3. DuckDB when the files' estimated size is at most ``'batch.max_bytes'``
      (file sizes; Parquet's uncompressed row-group sizes), else Spark.
 
+  A query Spark cannot run (JSON or Python functions) goes to DuckDB instead of Spark.
+
 A query the runtime runs over watched files takes its history from a
 batch route first when ``SET 'backfill' = 'duckdb' | 'spark'`` (``analysis/backfill.py``).
 
@@ -132,7 +134,8 @@ def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) 
         return RouteChoice("runtime", f"'{unsized.name}' is read through its connector ('{unsized.connector}'), "
                                       "not sized as files (SET 'engine' = 'duckdb' or 'spark' runs the bounded read "
                                       "as one statement)")
-    if settings.get("spark.master"):
+    spark_refused = refusal(root, "spark")  # what only DuckDB evaluates (JSON, Python functions) stays there
+    if settings.get("spark.master") and spark_refused is None:
         return RouteChoice("spark", f"spark.master is '{settings['spark.master']}'")
     try:
         size = sum(estimate(s) for s in sources)
@@ -142,4 +145,7 @@ def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) 
     if size <= limit:
         return RouteChoice("duckdb", f"bounded files, about {format_size(size)}, within batch.max_bytes "
                                f"({format_size(limit)})")
+    if spark_refused is not None:
+        return RouteChoice("duckdb", f"bounded files, about {format_size(size)}, more than batch.max_bytes "
+                                     f"({format_size(limit)}), but Spark cannot {spark_refused.what}")
     return RouteChoice("spark", f"bounded files, about {format_size(size)}, more than batch.max_bytes ({format_size(limit)})")

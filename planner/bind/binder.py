@@ -55,12 +55,13 @@ from .subquery import (
     without_subqueries,
 )
 from .time_zone import binding_zone, session_zone
+from .udf import bind_python_calls
 from .unnest import bind_unnest, is_unnest_join
 
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
-    tree = query.tree if isinstance(query, Query) else query
+    tree = bind_python_calls(query.tree if isinstance(query, Query) else query, catalog)
     ctx = BindContext(catalog, source, bind_set=bind_set)
     with binding_zone(session_zone(catalog.settings)):
         node = bind_set(tree, ctx)

@@ -17,6 +17,7 @@ from ..windows import WINDOW_KINDS, WindowKind, window_kind
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 from .time_zone import in_session_zone
+from .udf import bind_python_calls
 
 
 def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
@@ -83,7 +84,7 @@ def bind_named(name: Name, ctx: BindContext) -> L.Node:
             raise ctx.error(f"view '{obj.name}' refers to itself", span=name.span)
         # A view is expanded where it is used; its own text has its own positions.
         inner = ctx.nested(ctx.views + (obj.name.lower(),))
-        return inner.bind_set(obj.query, inner)
+        return inner.bind_set(bind_python_calls(obj.query, ctx.catalog), inner)
     raise ctx.error(f"'{name.value}' cannot be read", span=name.span)
 
 

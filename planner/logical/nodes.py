@@ -30,9 +30,23 @@ WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 WINDOW_TIME_OFFSET_US = 1_000
 
 
+# Meta key of a bound Python function call (``bind/udf.py``): the function's name in SQL, which EXPLAIN shows.
+PYTHON_NAME = "dsms_python_name"
+PYTHON_ARGS = "dsms_python_args"  # False: it was called without arguments
+
+
+def _as_written(node: exp.Expression) -> exp.Expression:
+    """A bound Python function call as it was written: ``f(x)``, not its registered name under a CAST."""
+    name = node.meta.get(PYTHON_NAME)
+    if name is None or not isinstance(node, exp.Cast):
+        return node
+    args = node.this.expressions if node.meta.get(PYTHON_ARGS, True) else []
+    return exp.Anonymous(this=name, expressions=[a.copy() for a in args])
+
+
 def show(e: exp.Expression) -> str:
     """An expression as a user would write it (identifiers quoted only when needed)."""
-    e = e.copy()
+    e = e.transform(_as_written)
     for ident in e.find_all(exp.Identifier):
         if ident.this and ident.this.replace("_", "a").isalnum() and not ident.this[0].isdigit():
             ident.set("quoted", False)

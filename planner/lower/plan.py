@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import partial
 
-import pyarrow as pa
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
@@ -182,12 +181,6 @@ def _expressions(value):
             yield from _expressions(v)
 
 
-def _reads_the_local_clock(root: L.Node) -> bool:
-    """Whether a node computes LOCALTIMESTAMP or CURRENT_DATE (the clock in the session zone)."""
-    return any(e.find(exp.Localtimestamp, exp.CurrentDate) is not None
-               for n in L.walk(root) for value in vars(n).values() for e in _expressions(value))
-
-
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
         if isinstance(n, MatchRecognize):
@@ -222,15 +215,9 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
-    if route == "spark" and (any(pa.types.is_timestamp(f.type) and f.type.tz for n in L.walk(root) for f in n.schema)
-                             or _reads_the_local_clock(root)):
-        raise _refuse(route, "compute in the session time zone (TIMESTAMP_LTZ values, LOCALTIMESTAMP, CURRENT_DATE)",
-                      "the session time zone ('table.local-time-zone') is not lowered to Spark SQL; the "
-                      "duckdb route (SET 'engine' = 'duckdb') runs it")
-    if route == "spark" and duckdb_only_call(root) is not None:
-        raise _refuse(route, "evaluate the JSON functions (JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_OBJECT, "
-                      "JSON_ARRAY, JSON_STRING, IS JSON)", "they are built on DuckDB's json functions, which Spark "
-                      "SQL does not have; the duckdb route runs them too")
+    duckdb_only = duckdb_only_call(root) if route == "spark" else None
+    if duckdb_only is not None:
+        raise _refuse(route, *duckdb_only)
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",

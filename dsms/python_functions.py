@@ -1,0 +1,178 @@
+"""Python scalar functions: ``Engine.create_function``, ``@dsms.udf``, ``CREATE FUNCTION`` / ``DROP FUNCTION``.
+
+A function is known to the catalog by its SQL name and result type
+(``planner/catalog.py::FunctionDef``) and registered once for DuckDB
+(``runtime/udf.py``), which calls it a batch at a time on the runtime and
+the DuckDB route. ``CREATE FUNCTION f AS 'package.module.func' LANGUAGE
+PYTHON`` imports the module with the script's folder on the import path;
+the result type comes from ``@dsms.udf(returns=...)`` on the function, or
+from its return annotation (``-> float`` is ``DOUBLE``).
+
+Example:
+    >>> import dsms, pyarrow.compute as pc
+    >>> @dsms.udf(returns="BIGINT")
+    ... def twice(x: pa.Array) -> pa.Array:
+    ...     return pc.multiply(x, 2)
+    >>> engine = dsms.Engine()
+    >>> engine.create_function("twice", twice)
+    >>> engine.execute("CREATE STREAM s (n BIGINT) WITH (connector = 'memory')").message
+    'Created stream s'
+    >>> q = engine.query("SELECT twice(n) AS t FROM s")
+    >>> _ = engine.insert("s", [{"n": 1}, {"n": 20}]); engine.run_until_idle()
+    >>> q.snapshot().column("t").to_pylist()
+    [2, 40]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from .grammar import CreateFunction, Diagnostic, Drop, Span, SqlError
+from .grammar.dialect import parse_expression
+from .planner.catalog import Catalog, FunctionDef
+from .planner.types import parse_type
+from .runtime.udf import PythonFunction, register, takes_arrays, takes_nothing, unique_name
+
+_ATTRIBUTE = "__dsms_udf__"  # what @udf leaves on a function: (returns, vectorized)
+_ANNOTATED = {float: "DOUBLE", int: "BIGINT", str: "STRING", bool: "BOOLEAN", "float": "DOUBLE", "int": "BIGINT",
+              "str": "STRING", "bool": "BOOLEAN"}
+
+
+def udf(func: Callable | None = None, *, returns: str, vectorized: bool | None = None):
+    """Declare a Python function's SQL result type (and whether it takes pyarrow arrays) for ``CREATE FUNCTION``.
+
+    ``vectorized`` defaults to whether a parameter is annotated ``pa.Array``.
+    """
+    def mark(f: Callable) -> Callable:
+        setattr(f, _ATTRIBUTE, (returns, vectorized))
+        return f
+    return mark(func) if func is not None else mark
+
+
+def define_function(catalog: Catalog, name: str, func: Callable, returns: str | None = None,
+                    vectorized: bool | None = None, *, target: str | None = None, temporary: bool = True,
+                    span: Span | None = None, source: str | None = None) -> FunctionDef:
+    """Check and register ``func`` as the SQL function ``name``; replaces a Python function of that name."""
+    def error(message: str, help: str | None = None) -> SqlError:
+        return SqlError(Diagnostic(message, span, source, help=help))
+
+    if hasattr(func, "accumulate") or hasattr(func, "get_value"):
+        raise error(f"function {name}: aggregate functions (accumulate / get_value) are not supported yet",
+                    help="dsms runs Python scalar functions: one value per row")
+    if inspect.isgeneratorfunction(func) or hasattr(func, "eval"):
+        raise error(f"function {name}: table functions (LATERAL TABLE) are not supported yet",
+                    help="dsms runs Python scalar functions: one value per row")
+    if not callable(func):
+        raise error(f"function {name}: {func!r} is not callable")
+    try:
+        call = parse_expression(f"{name}(1)")
+    except SqlError:
+        call = None
+    if not isinstance(call, exp.Anonymous):
+        raise error(f"'{name}' cannot name a Python function: it is a built-in function or a keyword",
+                    help="choose another name")
+    marked = getattr(func, _ATTRIBUTE, None)
+    if returns is None and marked is not None:
+        returns = marked[0]
+    if vectorized is None and marked is not None:
+        vectorized = marked[1]
+    if returns is None:
+        returns = _ANNOTATED.get(getattr(func, "__annotations__", {}).get("return"))
+    if returns is None:
+        raise error(f"function {name}: its result type is not declared",
+                    help="decorate it with @dsms.udf(returns='DOUBLE'), annotate it (-> float), "
+                         "or pass returns= to create_function")
+    try:
+        result_type = parse_type(returns, span, source)
+    except SqlError as e:
+        raise error(f"function {name}: {e.diagnostic.message}") from None
+    vectorized = takes_arrays(func) if vectorized is None else vectorized
+    if target is None:
+        internal = unique_name(name.lower())
+    else:  # the same in every process, so a restored query's plan is the one its checkpoint was taken for
+        digest = hashlib.sha256(f"{name.lower()} {target} {result_type}".encode()).hexdigest()[:10]
+        internal = f"{name.lower()}__py_{digest}"
+    register(PythonFunction(name, internal, func, result_type, vectorized, nullary=takes_nothing(func)))
+    fn = FunctionDef(name, internal, result_type, target or getattr(func, "__qualname__", repr(func)), temporary)
+    catalog.functions[name.lower()] = fn
+    return fn
+
+
+def function_key(name: str) -> str:
+    """The name a saved function has in the state directory (apart from streams, tables and views)."""
+    return f"function {name.lower()}"
+
+
+def python_paths(files: str, base_dir: str | None) -> list[str]:
+    """The import paths ``SET 'python.files'`` adds, as Flink's: a ``.py`` file's folder, a ``.zip`` or a folder,
+    comma-separated, relative ones against the script's folder."""
+    paths = []
+    for item in (f.strip() for f in files.split(",")):
+        if not item:
+            continue
+        path = os.path.normpath(os.path.join(base_dir or os.getcwd(), os.path.expanduser(item)))
+        paths.append(os.path.dirname(path) if path.endswith(".py") else path)
+    return paths
+
+
+def import_function(target: str, paths: list[str]) -> Callable:
+    """The callable that ``'package.module.func'`` names, importable from ``paths`` (the script's folder,
+    ``python.files``) or the Python path."""
+    module_name, _, attribute = target.rpartition(".")
+    if not module_name or not attribute:
+        raise ValueError(f"'{target}' is not 'module.function'")
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute)
+
+
+def create_function(catalog: Catalog, stmt: CreateFunction, base_dir: str | None) -> tuple[bool, str]:
+    """Run ``CREATE [TEMPORARY [SYSTEM]] FUNCTION``: whether it made one, and the message of its result."""
+    name = stmt.name.value
+    if stmt.language != "python":
+        raise SqlError(Diagnostic(f"LANGUAGE {stmt.language.upper()} is not supported: dsms runs Python functions",
+                                  stmt.span, stmt.source, help="LANGUAGE PYTHON (the default)"))
+    if name.lower() in catalog.functions:
+        if stmt.if_not_exists:
+            return False, f"function {name} already exists"
+        raise SqlError(Diagnostic(f"function '{name}' already exists", stmt.name.span, stmt.source,
+                                  help="DROP FUNCTION it first, or use CREATE FUNCTION IF NOT EXISTS"))
+    paths = [p for p in (base_dir,) if p] + python_paths(catalog.setting("python.files"), base_dir)
+    try:
+        func = import_function(stmt.target, paths)
+    except Exception as e:  # an import runs user code: any failure is reported, with its kind
+        raise SqlError(Diagnostic(f"cannot load Python function '{stmt.target}': {type(e).__name__}: {e}",
+                                  stmt.span, stmt.source,
+                                  help="the module must be importable from the script's folder, a path of "
+                                       "SET 'python.files', or the Python path")) from None
+    define_function(catalog, name, func, target=stmt.target, temporary=stmt.temporary, span=stmt.name.span,
+                    source=stmt.source)
+    return True, f"Created function {name}"
+
+
+def drop_function(catalog: Catalog, stmt: Drop) -> str:
+    """Run ``DROP [TEMPORARY] FUNCTION [IF EXISTS]``: the message of its result (a query that calls the function
+    keeps running it)."""
+    name = stmt.name.value
+    callers = [o for o in catalog.of_kind("view", "sink", "materialized view")
+               if any(c.name.lower() == name.lower() for c in o.query.find_all(exp.Anonymous))]
+    if callers and name.lower() in catalog.functions:  # a restart could not plan them again
+        raise SqlError(Diagnostic(
+            f"cannot drop function '{name}': " + ", ".join(f"{o.object_kind} '{o.name}'" for o in callers)
+            + (" calls it" if len(callers) == 1 else " call it"), stmt.name.span, stmt.source,
+            help="drop " + ", ".join(f"{o.object_kind} {o.name}" for o in callers) + " first"))
+    if catalog.functions.pop(name.lower(), None) is None:
+        if stmt.if_exists:
+            return f"function {name} does not exist"
+        raise SqlError(Diagnostic(f"unknown function '{name}'", stmt.name.span, stmt.source,
+                                  help="SHOW FUNCTIONS lists the functions"))
+    return f"Dropped function {name}"
