@@ -2,7 +2,6 @@
 --   __mx: the largest ts before each row in the source; rows more than 5000000 us behind it are late
 WITH "n0" AS (
   SELECT
-    CAST(NULL AS BIGINT) AS "auction",
     s."bidder" AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
@@ -16,7 +15,6 @@ WITH "n0" AS (
     )
 ), "n1" AS (
   SELECT
-    "auction",
     "bidder",
     "price",
     "ts",

@@ -14,7 +14,6 @@ WITH `__scan0_files` AS (
   FROM `__scan0_files`
 ), `n2` AS (
   SELECT
-    CAST(NULL AS BIGINT) AS `auction`,
     s.`bidder` AS `bidder`,
     s.`price` AS `price`,
     s.`ts` AS `ts`,
@@ -39,7 +38,6 @@ WITH `__scan0_files` AS (
     )
 ), `n3` AS (
   SELECT
-    `auction`,
     `bidder`,
     `price`,
     `ts`,

@@ -2,9 +2,7 @@
 --   __mx: the largest ts before each row in the source; rows more than 5000000 us behind it are late
 WITH "n0" AS (
   SELECT
-    CAST(NULL AS BIGINT) AS "auction",
     s."bidder" AS "bidder",
-    CAST(NULL AS DOUBLE) AS "price",
     s."ts" AS "ts",
     s."__file" AS "__file",
     s."__row" AS "__row",

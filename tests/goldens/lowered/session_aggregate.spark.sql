@@ -14,9 +14,7 @@ WITH `__scan0_files` AS (
   FROM `__scan0_files`
 ), `n2` AS (
   SELECT
-    CAST(NULL AS BIGINT) AS `auction`,
     s.`bidder` AS `bidder`,
-    CAST(NULL AS DOUBLE) AS `price`,
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,
     s.`__row` AS `__row`,
