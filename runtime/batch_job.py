@@ -29,7 +29,7 @@ from ..planner.physical.specs import OP
 from .batch_read import RunStats, ScanStats
 from .checkpoint import Checkpoint
 from .connectors.dir_sink import DirectorySink
-from .job import JobMetrics, Lifecycle
+from .lifecycle import JobMetrics, Lifecycle
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .routes import JobStats, Output, StartContext
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..planner import PlannedQuery
     from ..planner.analysis.routing import EngineTraits, RouteChoice
     from .checkpoint import Checkpoint
-    from .job import JobMetrics
+    from .lifecycle import JobMetrics
     from .scheduler import Scheduler
 
 # The modules that define a route, in the order the registry asks them whether they serve a choice.

@@ -153,10 +153,11 @@ def _auto(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int],
     the incremental engine, which reports the problem where it reads)."""
     incremental = next(t.engine for t in engines if t.incremental)
     batch = [t for t in engines if not t.incremental and (t.max_bytes_setting or t.cluster_setting or t.large_inputs)]
-    refused = refusal(root, batch[0].engine) if batch else None
-    if refused is not None or not batch:
-        why = f"the batch routes cannot {refused.what}: {refused.why}" if refused else "no batch route is registered"
-        return RouteChoice(incremental, why)
+    if not batch:
+        return RouteChoice(incremental, "no batch route is registered")
+    refused = refusal(root, batch[0].engine)
+    if refused is not None:
+        return RouteChoice(incremental, f"the batch routes cannot {refused.what}: {refused.why}")
     stay = _stays_incremental(root, " or ".join(f"'{t.engine}'" for t in batch))
     if stay is not None:
         return RouteChoice(incremental, stay)
@@ -167,6 +168,12 @@ def _auto(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int],
         size = sum(estimate(s) for s in sources_of(root))
     except Exception as e:  # noqa: BLE001 - the runtime reports a missing file where it reads it
         return RouteChoice(incremental, f"the input could not be sized ({e})")
+    return _by_size(size, batch, settings)
+
+
+def _by_size(size: int, batch: list[EngineTraits], settings: dict) -> RouteChoice:
+    """The batch engine for bounded files of ``size`` bytes: the small-input one up to its setting, else the
+    large-input one."""
     small = next((t for t in batch if t.max_bytes_setting), None)
     large = next((t for t in batch if t.large_inputs), batch[0])
     if small is None:
