@@ -105,7 +105,6 @@ def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = Non
 
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:
     """Check a CREATE STREAM / TABLE and turn it into a SourceDef."""
-    src = stmt.source
     fields = _bind_columns(stmt)
     physical = tuple(f.name for f in fields)
     computed = _bind_computed(stmt, fields)
@@ -130,6 +129,15 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     metadata = _bind_metadata(stmt, descriptor)
     if options.get("dead_letter"):  # relative to the script's folder, as the path is
         options["dead_letter"] = resolve_path(options["dead_letter"], base_dir)
+    _check_reading_rules(stmt, kind, descriptor, fmt, options, physical_schema)
+    return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
+                     computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
+                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _check_reading_rules(stmt: CreateSource, kind: str, descriptor, fmt, options: dict, physical_schema: Schema) -> None:
+    """Refuse a source its connector or format cannot read as declared (a STREAM or a TABLE, its columns)."""
+    src = stmt.source
     if kind == "stream" and fmt is not None and fmt.changelog and fmt.source:
         raise SqlError(Diagnostic(f"format '{fmt.name}' is a changelog (inserts, updates and deletes), "
                                   "so it needs a TABLE with a PRIMARY KEY", stmt.span, src,
@@ -146,9 +154,6 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     if kind == "table" and not descriptor.tables:
         raise SqlError(Diagnostic(f"connector '{descriptor.name}' reads append-only streams, not tables with a "
                                   "PRIMARY KEY", stmt.span, src, help="declare it as a STREAM without a key"))
-    return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
-                     computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
-                     base_dir=base_dir, ddl=stmt.text, metadata=metadata)
 
 
 def _bind_columns(stmt: CreateSource) -> list[Field]:
