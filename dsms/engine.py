@@ -27,7 +27,6 @@ import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
 from .engine_state import EngineState
-from .flow import admit
 from .grammar import (
     CreateFunction,
     CreateMaterializedView,
@@ -53,26 +52,23 @@ from .grammar import (
 )
 from .grammar.diagnostics import did_you_mean
 from .insert_jobs import InsertJobs, scanned_sources
-from .inserts import as_deleted, as_inserted, memory_source
+from .memory_input import MemoryInput
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
 from .planner.bind.time_zone import session_zone
-from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .pull import pulled_views, run_pull
 from .python_functions import create_function, define_function, drop_function, function_key
 from .queries import Queries, RunningQuery, Subscription
 from .query import QueryHandle, QueryStatus, Result, in_zone
-from .runtime.convert import to_table
-from .runtime.memory import data_schema
 from .runtime.routes import engine_names
 from .runtime.session import Session
 from .script import ScriptProgress
 from .state_dir import StateDir
 
 
-class Engine(EngineState):
+class Engine(EngineState, MemoryInput):
     """Declare streams, run continuous queries over them, read their results.
 
     Args:
@@ -225,56 +221,6 @@ class Engine(EngineState):
     def route(self, planned: PlannedQuery) -> RouteChoice:
         """The engine that runs ``planned`` under this session's settings, and why (planner/analysis/routing.py)."""
         return self.session.choose(planned, self.catalog.settings)
-
-    def insert(self, name: str, rows, columns: list[str] | None = None) -> int:
-        """Append rows to a memory stream, or upsert them into a memory table by its primary key.
-
-        Running queries see them on their next step. A row whose key a
-        table already holds replaces that row (an update).
-        """
-        source = memory_source(self.catalog, name)
-        log = self.scheduler.memory_log(source)
-        table = to_table(rows, data_schema(log), columns)
-        admit(self, log, source.name)  # backpressure: the queries reading it catch up first
-        with self._lock:
-            log.append(as_inserted(source, table))
-        return table.num_rows
-
-    def delete(self, name: str, rows, columns: list[str] | None = None) -> int:
-        """Delete rows of a memory table by its primary key.
-
-        ``rows`` are given like ``insert``'s, or as tuples of key values;
-        only the key columns matter (and, for a table with a WATERMARK, the
-        time column: the time the row stops being valid). Deleting a key
-        the table does not hold does nothing.
-
-        Example:
-            >>> import dsms
-            >>> engine = dsms.Engine()
-            >>> _ = engine.execute("CREATE TABLE t (id INT, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED) "
-            ...                    "WITH (connector = 'memory')")
-            >>> q = engine.query("SELECT * FROM t")
-            >>> _ = engine.insert("t", [(1, "a"), (2, "b")]); _ = engine.insert("t", [(1, "c")])
-            >>> _ = engine.delete("t", [{"id": 2}])
-            >>> engine.run_until_idle()
-            >>> q.snapshot().to_pylist()
-            [{'id': 1, 'v': 'c'}]
-        """
-        source = memory_source(self.catalog, name)
-        log = self.scheduler.memory_log(source)
-        changes = as_deleted(source, log, rows, columns)
-        with self._lock:
-            log.append(changes)
-        return changes.num_rows
-
-    def end_input(self, name: str | None = None) -> None:
-        """End a memory stream (or all of them): its queries flush every window and finish."""
-        if name is not None:
-            self.scheduler.memory_log(memory_source(self.catalog, name)).close()
-            return
-        for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
-                self.scheduler.memory_log(obj).close()
 
     def step(self) -> bool:
         """Give every query one turn; True if any made progress.

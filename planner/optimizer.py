@@ -3,7 +3,9 @@
 A rule is a function ``Node -> Node`` that looks at one node (and what is
 below it) and returns it unchanged or rewritten. :func:`optimize` applies
 each rule bottom-up over the whole DAG, sharing rewritten sub-plans, and
-checks that the root's columns and types did not change.
+checks that the root's columns and types did not change. A rule marked
+``whole_plan`` (column pruning: what a node must produce depends on every
+node above it) is called once, on the root.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from typing import Callable
 
 from .logical import nodes as L
 from .rules.merge_projects import merge_projects
+from .rules.prune_columns import prune_columns
 
 Rule = Callable[[L.Node], L.Node]
 
 RULES: tuple[Rule, ...] = (
     merge_projects,
+    prune_columns,  # after merging: the merged projections say what each scan must read
 )
 
 
@@ -28,6 +32,8 @@ def with_inputs(node: L.Node, inputs: tuple[L.Node, ...]) -> L.Node:
 
 
 def apply_rule(root: L.Node, rule: Rule) -> L.Node:
+    if getattr(rule, "whole_plan", False):
+        return rule(root)
     done: dict[int, L.Node] = {}
 
     def visit(n: L.Node) -> L.Node:

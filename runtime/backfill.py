@@ -186,6 +186,7 @@ class BackfillRoute:
     engine = None  # taken by a runtime query under SET 'backfill', not asked for by SET 'engine'
     backfills = False
     lowers = False
+    traits = None  # taken under SET 'backfill', not by routing
 
     def serves(self, choice: "RouteChoice") -> bool:
         return choice.backfill is not None

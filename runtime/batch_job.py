@@ -29,13 +29,13 @@ from ..planner.physical.specs import OP
 from .batch_read import RunStats, ScanStats
 from .checkpoint import Checkpoint
 from .connectors.dir_sink import DirectorySink
-from .job import JobMetrics, Lifecycle
+from .lifecycle import JobMetrics, Lifecycle
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK
 from .routes import JobStats, Output, StartContext
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.analysis.routing import RouteChoice
+    from ..planner.analysis.routing import EngineTraits, RouteChoice
 
 
 class BatchJob(Lifecycle):
@@ -215,9 +215,10 @@ class BatchRoute:
     backfills = True
     lowers = True
 
-    def __init__(self, engine: str, executor_class):
+    def __init__(self, engine: str, executor_class, traits: "EngineTraits"):
         self.name = self.engine = engine
         self.executor_class = executor_class
+        self.traits = traits
 
     def serves(self, choice: "RouteChoice") -> bool:
         return choice.engine == self.engine and not choice.continuous and not choice.backfill

@@ -71,8 +71,11 @@ def complete(job, taken: Checkpoint) -> None:
 
 
 def plan_fingerprint(plan: PhysicalPlan) -> str:
-    """What a checkpoint's state is laid out for: the operators, their inputs and schemas."""
-    ops = [(type(op).__name__, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
+    """What a checkpoint's state is laid out for: the operators, their inputs and schemas.
+
+    An operator is named by its ``spec_kind``, not its class, so renaming a spec class keeps checkpoints.
+    """
+    ops = [(op.spec_kind, op.inputs, op.label, op.changelog, str(op.schema)) for op in plan.ops]
     roots = (plan.output, plan.outputs) if plan.outputs else plan.output
     return hashlib.sha256(repr((ops, roots)).encode()).hexdigest()[:16]
 

@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..planner.analysis.routing import EngineTraits
 from ..planner.lower.plan import Lowered
 from ..planner.lower.sql import MAX_BEFORE, OP
 from ..planner.vocabulary import RETRACTIONS
@@ -131,4 +132,5 @@ def _counting_late(batches, spec, stats: ScanStats):
         yield b
 
 
-ROUTE = BatchRoute("duckdb", DuckDBExecutor)
+# auto: the in-process engine for bounded files up to SET 'batch.max_bytes'
+ROUTE = BatchRoute("duckdb", DuckDBExecutor, EngineTraits("duckdb", max_bytes_setting="batch.max_bytes"))

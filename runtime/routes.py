@@ -3,7 +3,8 @@
 A *route* is a way to run a planned query: the incremental runtime, one
 DuckDB statement, Spark SQL, a Spark Structured Streaming query, or the
 runtime after a batch backfill of its history. The planner's routing
-(``planner/analysis/routing.py``) says which engine a query should take and why
+(``planner/analysis/routing.py``), told what each route's engine does (its
+``traits``), says which engine a query should take and why
 (a :class:`~dsms.planner.analysis.routing.RouteChoice`); the registry finds the
 route that serves that choice, and the route starts a :class:`Job`.
 
@@ -37,9 +38,9 @@ from .operators.base import MIN_WATERMARK
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.analysis.routing import RouteChoice
+    from ..planner.analysis.routing import EngineTraits, RouteChoice
     from .checkpoint import Checkpoint
-    from .job import JobMetrics
+    from .lifecycle import JobMetrics
     from .scheduler import Scheduler
 
 # The modules that define a route, in the order the registry asks them whether they serve a choice.
@@ -136,6 +137,7 @@ class Route(Protocol):
     engine: str | None  # the value of SET 'engine' that selects it (None: chosen otherwise)
     backfills: bool  # whether it can run the history of a runtime query (SET 'backfill')
     lowers: bool  # whether it runs the query as one lowered statement (EXPLAIN LOWERED shows it)
+    traits: "EngineTraits | None"  # what routing's ``auto`` and SET 'engine' need to know (None: chosen otherwise)
 
     def serves(self, choice: "RouteChoice") -> bool:
         """Whether this route runs the queries the planner routed as ``choice``."""
@@ -195,6 +197,11 @@ def route_for(choice: "RouteChoice") -> Route:
         if route.serves(choice):
             return route
     raise RouteNotFound(f"no route runs {choice.describe()}")
+
+
+def engine_traits() -> tuple["EngineTraits", ...]:
+    """What the registered routes declare about their engines, for the planner's routing."""
+    return tuple(t for t in (getattr(r, "traits", None) for r in routes()) if t is not None)
 
 
 def route_named(name: str) -> Route:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..planner.analysis.routing import EngineTraits
 from ..planner.explain import explain_physical
 from .job import Job
 from .routes import Output, StartContext
@@ -23,6 +24,7 @@ class RuntimeRoute:
     name = engine = "runtime"
     backfills = False
     lowers = False
+    traits = EngineTraits("runtime", incremental=True)
 
     def serves(self, choice: "RouteChoice") -> bool:
         return choice.engine == self.engine and not choice.backfill

@@ -37,7 +37,7 @@ from .job import Job
 from .memory import MemoryLog
 from .operators.base import Env
 from .output import ClosedOutput, CollectOutput, SinkOutput
-from .routes import Output, StartContext, route_for, routes
+from .routes import Output, StartContext, engine_traits, route_for, routes
 from .scheduler import Scheduler
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class Session:
         """The route of ``planned`` under ``settings`` (``engine``: as if SET 'engine' said so), and why."""
         if engine is not None:
             settings = {**settings, "engine": engine}
-        return choose_route(planned.optimized, settings, estimated_bytes)
+        return choose_route(planned.optimized, settings, estimated_bytes, engine_traits())
 
     def explain(self, planned: "PlannedQuery", settings: dict, logical: bool = False) -> str:
         """EXPLAIN's text: the planner's warnings, the route and why, then what that route runs

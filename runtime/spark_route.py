@@ -40,6 +40,7 @@ from functools import partial
 
 import pyarrow as pa
 
+from ..planner.analysis.routing import EngineTraits
 from ..planner.lower.plan import Lowered
 from .batch_job import BatchRoute
 from .batch_read import (
@@ -322,4 +323,5 @@ def _translate(e: Exception) -> Exception:
     return RouteError(f"Spark could not run the lowered statement: {first} (Spark's log: {spark_log_path()})")
 
 
-ROUTE = BatchRoute("spark", SparkExecutor)
+# auto: the engine whenever a cluster is set (SET 'spark.master'), and for bounded files over 'batch.max_bytes'
+ROUTE = BatchRoute("spark", SparkExecutor, EngineTraits("spark", cluster_setting="spark.master", large_inputs=True))

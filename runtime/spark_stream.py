@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..planner.analysis.routing import EngineTraits
 from ..planner.lower.plan import Lowered
 from .batch_job import BatchJob
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, ScanStats, merge_dead_letters
@@ -276,6 +277,7 @@ class SparkStreamRoute:
     engine = "spark"
     backfills = False  # the batch Spark route backfills
     lowers = True
+    traits = EngineTraits("spark", continuous="Spark Structured Streaming")
 
     def serves(self, choice: "RouteChoice") -> bool:
         return choice.engine == self.engine and choice.continuous

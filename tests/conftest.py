@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import sys
 
@@ -53,6 +54,19 @@ def spark_session():
                            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture
+def batch_routes(request):
+    """The batch routes a test compares with the runtime: DuckDB always, Spark where PySpark is installed."""
+    try:
+        installed = importlib.util.find_spec("pyspark") is not None
+    except ImportError:
+        installed = False
+    if not installed:
+        return ("duckdb",)
+    request.getfixturevalue("spark_session")
+    return ("duckdb", "spark")
 
 
 @pytest.fixture(scope="session")

@@ -24,8 +24,7 @@ ALLOWED = {
     "planner/bind/join.py::_versioned": "join planning is being reworked for Flink's late-event rules",
     "planner/bind/from_clause.py::bind_relation": "window kinds are becoming classes, which splits it",
     "planner/bind/from_clause.py::window_over": "window kinds are becoming classes, which splits it",
-    "planner/analysis/window_aggregate.py::_regrouped_windows": "window kinds are becoming classes",
-    "planner/physical/planner.py::_Planner.window_aggregate": "window kinds are becoming classes",
+    "planner/physical/planner.py::_Planner.window_aggregate": "aggregate kinds are becoming classes, which splits it",
     "planner/bind/emit.py::bind_emit_clause": "window kinds are becoming classes (merging windows)",
     "planner/lower/plan.py::_check": "LIMIT and bounded Kafka reads are being added to these refusals",
 }

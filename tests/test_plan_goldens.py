@@ -36,6 +36,19 @@ RULE_CASES = {
         "window_renames": """SELECT ws, n FROM (SELECT window_start AS ws, COUNT(*) AS n
             FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end)""",
     },
+    "prune_columns": {
+        # The scan reads the projected and filtered columns, and its event time for the watermark.
+        "scan": "SELECT auction, price * 0.9 AS net FROM bids WHERE price > 10",
+        # A subquery's column that nothing reads is dropped from its projection.
+        "unread_expression": "SELECT a FROM (SELECT auction + 1 AS a, bidder * 2 AS b, ts FROM bids) WHERE a > 3",
+        # A filter below a join: a projection keeps what the join needs (not the filter's column).
+        "join_input": """SELECT a.seller, b.price FROM auctions a JOIN
+            (SELECT * FROM bids WHERE bidder > 7) b ON a.id = b.auction AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE""",
+        # A union's inputs are aligned on the columns read above it (and the event time).
+        "union": "SELECT auction FROM (SELECT auction, price, ts FROM bids UNION ALL SELECT id, seller * 1.0, ts FROM auctions)",
+        # A window aggregate reads its keys, its arguments and the time; every column is read: nothing changes.
+        "nothing_to_prune": "SELECT * FROM bids",
+    },
 }
 
 LOWERED_CASES = {

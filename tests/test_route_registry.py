@@ -5,6 +5,8 @@ would be) runs a query end to end: SET accepts its name, the query's job is
 the route's, its stats and SHOW QUERIES come from the job protocol.
 """
 
+import os
+
 import pytest
 
 import dsms
@@ -89,3 +91,24 @@ def test_an_engine_no_route_serves_is_refused_with_the_names(events):
     with pytest.raises(dsms.SqlError, match="no engine named 'sprak'") as info:
         engine.execute("EXPLAIN LOWERED SELECT k FROM ev FOR sprak")
     assert "did you mean 'spark'" in str(info.value)
+
+
+def test_auto_routing_asks_the_routes_what_their_engines_do(monkeypatch, events):
+    """``auto`` names no engine: with the batch engine for small files declared by another route, it takes that one."""
+    from dsms.planner.analysis.routing import EngineTraits
+
+    route = EchoRoute()
+    route.traits = EngineTraits("echo", max_bytes_setting="batch.max_bytes")
+    runtime = routes.route_named("runtime")
+    monkeypatch.setattr(routes, "routes", lambda: (runtime, route))
+    engine = dsms.Engine()
+    engine.execute(DDL.format(path=events))
+    size = f"about {os.path.getsize(events)} B"  # a JSON file is sized by its bytes
+    assert engine.explain("SELECT k, v FROM ev WHERE v > 1").startswith(
+        f"route: echo (bounded files, {size}, within batch.max_bytes (2.0 GiB))\n")
+    engine.execute("SET 'batch.max_bytes' = '100'")  # no engine for large inputs is declared: still echo
+    assert engine.explain("SELECT k, v FROM ev").startswith("route: echo (bounded files, ")
+    # An updating result stays on the incremental engine, and the hint names the batch engines there are.
+    assert engine.explain("SELECT k, SUM(v) AS total FROM ev GROUP BY k").startswith(
+        "route: runtime (the result is updating: the runtime emits its changes, a batch route only its final rows "
+        "(SET 'engine' = 'echo' for those))\n")

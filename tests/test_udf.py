@@ -258,7 +258,7 @@ def test_auto_routes_a_large_input_to_duckdb_not_to_spark_which_cannot_call_them
     define(engine)
     engine.execute("SET 'batch.max_bytes' = '100'")  # "large": Spark's, were it not for the function
     assert engine.explain(SELECT).splitlines()[0].startswith("route: duckdb (")
-    assert "Spark cannot call the Python function" in engine.explain(SELECT).splitlines()[0]
+    assert "the spark route cannot call the Python function" in engine.explain(SELECT).splitlines()[0]
     q = engine.query(SELECT)
     engine.run_until_idle()
     assert rows(q.snapshot()) == rows(duck(ORACLE, ev=data))

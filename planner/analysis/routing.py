@@ -5,9 +5,11 @@
 * ``spark``: the query lowered to Spark SQL, run through PySpark; over
   watched files (``watch = 'true'``), a Spark Structured Streaming query
   (the *continuous* Spark route, ``lower/stream.py``);
-* ``auto`` (the default) picks, in this order:
+* ``auto`` (the default) picks by what each route declares about its
+  engine (an :class:`EngineTraits`, given by the caller from the route
+  registry, so that no engine is named here), in this order:
 
-  1. the runtime when a batch route cannot run the query (memory or
+  1. the incremental engine (the runtime) when a batch route cannot run the query (memory or
      watched sources, processing time, lookup joins, ...), when a source
      has an ``idle_timeout`` (idleness is a matter of processing time), or
      when the result is updating: the runtime emits its changes, a batch
@@ -15,11 +17,10 @@
      receives (force a batch route with ``SET 'engine'`` for that), or
      when a source is read through its connector rather than as files (a
      bounded Kafka read), which cannot be sized before it is read;
-  2. Spark when ``spark.master`` is set;
-  3. DuckDB when the files' estimated size is at most ``'batch.max_bytes'``
-     (file sizes; Parquet's uncompressed row-group sizes), else Spark.
-
-  A query Spark cannot run (JSON or Python functions) goes to DuckDB instead of Spark.
+  2. a cluster engine (Spark) when its setting (``spark.master``) is set;
+  3. the in-process batch engine (DuckDB) when the files' estimated size is
+     at most its setting (``'batch.max_bytes'``; file sizes, Parquet's
+     uncompressed row-group sizes), else the engine for large inputs (Spark).
 
 A query the runtime runs over watched files takes its history from a
 batch route first when ``SET 'backfill' = 'duckdb' | 'spark'`` (``analysis/backfill.py``).
@@ -43,8 +44,22 @@ from ..logical.late import LateScan
 from ..lower.plan import refusal
 from ..lower.stream import unbounded_sources
 
+DEFAULT_MAX_BYTES = 2 * 1024**3  # SET 'batch.max_bytes' when unset
+
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
+
+
+@dataclass(frozen=True)
+class EngineTraits:
+    """What routing knows about an engine: each route declares its own (``Route.traits``), in planner terms."""
+
+    engine: str  # the value of SET 'engine'
+    incremental: bool = False  # runs every query it can plan, over any source, emitting changes (the runtime)
+    continuous: str | None = None  # asked for by name over watched files, it runs them as this continuous query
+    max_bytes_setting: str | None = None  # auto: a batch engine for inputs up to the size this setting names
+    cluster_setting: str | None = None  # auto: the batch engine whenever this setting is set (a cluster's address)
+    large_inputs: bool = False  # auto: the batch engine for inputs over the other one's size
 
 
 @dataclass(frozen=True)
@@ -86,15 +101,17 @@ def sources_of(root: L.Node) -> list[SourceDef]:
     return list(found.values())
 
 
-def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> RouteChoice:
-    """The route of the query ``root`` under ``settings``, with its backfill (``SET 'backfill'``).
+def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int],
+                 engines: tuple[EngineTraits, ...]) -> RouteChoice:
+    """The route of the query ``root`` under ``settings``, with its backfill (``SET 'backfill'``);
+    ``engines``: what the registered routes declare, in the registry's order.
 
     Raises:
         LoweringRefused: ``engine`` names a route that cannot run the query, or the query cannot backfill.
     """
-    route = _choose(root, settings, estimate)
+    route = _choose(root, settings, estimate, engines)
     backfill = settings.get("backfill", "off").lower()
-    if route.engine != "runtime" or backfill == "off" or not unbounded_sources(root):
+    if not _traits(engines, route.engine).incremental or backfill == "off" or not unbounded_sources(root):
         return route
     refused = refusal(root, backfill, history=True)
     if refused is not None:
@@ -102,50 +119,97 @@ def choose_route(root: L.Node, settings: dict, estimate: Callable[[SourceDef], i
     return replace(route, backfill=backfill)
 
 
-def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) -> RouteChoice:
-    """The engine (``estimate(source)``: its size in bytes; if it raises, the query stays on the runtime,
-    which reports the problem where it reads)."""
+def _traits(engines: tuple[EngineTraits, ...], engine: str) -> EngineTraits:
+    """What the routes of ``engine`` declare, together."""
+    found = [t for t in engines if t.engine == engine]
+    return EngineTraits(engine, incremental=any(t.incremental for t in found),
+                        continuous=next((t.continuous for t in found if t.continuous), None))
+
+
+def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int],
+            engines: tuple[EngineTraits, ...]) -> RouteChoice:
     engine = settings.get("engine", "auto").lower()
-    if engine == "runtime":
-        return RouteChoice("runtime", "SET 'engine' = 'runtime'")
-    if engine == "spark" and unbounded_sources(root):
+    if engine == "auto":
+        return _auto(root, settings, estimate, engines)
+    asked = f"SET 'engine' = '{engine}'"
+    traits = _traits(engines, engine)
+    if traits.incremental:
+        return RouteChoice(engine, asked)
+    if traits.continuous and unbounded_sources(root):
         refused = refusal(root, engine, streaming=True)
         if refused is not None:
             raise refused
         names = ", ".join(f"'{s.name}'" for s in unbounded_sources(root))
-        return RouteChoice(engine, f"SET 'engine' = 'spark'; {names} watched: Spark Structured Streaming", continuous=True)
-    if engine != "auto":  # a batch route asked for by name (SET 'engine' checks the name against the routes)
-        refused = refusal(root, engine)
-        if refused is not None:
-            raise refused
-        return RouteChoice(engine, f"SET 'engine' = '{engine}'")
-    refused = refusal(root, "duckdb")
+        return RouteChoice(engine, f"{asked}; {names} watched: {traits.continuous}", continuous=True)
+    refused = refusal(root, engine)  # a batch route asked for by name (SET 'engine' checks the name)
     if refused is not None:
-        return RouteChoice("runtime", f"the batch routes cannot {refused.what}: {refused.why}")
+        raise refused
+    return RouteChoice(engine, asked)
+
+
+def _auto(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int],
+          engines: tuple[EngineTraits, ...]) -> RouteChoice:
+    """The engine ``auto`` picks (``estimate(source)``: its size in bytes; if it raises, the query stays on
+    the incremental engine, which reports the problem where it reads)."""
+    incremental = next(t.engine for t in engines if t.incremental)
+    batch = [t for t in engines if not t.incremental and (t.max_bytes_setting or t.cluster_setting or t.large_inputs)]
+    if not batch:
+        return RouteChoice(incremental, "no batch route is registered")
+    refused = refusal(root, batch[0].engine)
+    if refused is not None:
+        return RouteChoice(incremental, f"the batch routes cannot {refused.what}: {refused.why}")
+    stay = _stays_incremental(root, " or ".join(f"'{t.engine}'" for t in batch))
+    if stay is not None:
+        return RouteChoice(incremental, stay)
+    # an engine that cannot run the query (JSON or Python functions on Spark) is passed over for the first
+    able = [batch[0]] + [t for t in batch[1:] if refusal(root, t.engine) is None]
+    cluster = next((t for t in able if t.cluster_setting and settings.get(t.cluster_setting)), None)
+    if cluster is not None:
+        return RouteChoice(cluster.engine, f"{cluster.cluster_setting} is '{settings[cluster.cluster_setting]}'")
+    try:
+        size = sum(estimate(s) for s in sources_of(root))
+    except Exception as e:  # noqa: BLE001 - the runtime reports a missing file where it reads it
+        return RouteChoice(incremental, f"the input could not be sized ({e})")
+    return _by_size_passing_over(root, size, batch, able, settings)
+
+
+def _by_size_passing_over(root: L.Node, size: int, batch: list[EngineTraits], able: list[EngineTraits],
+                          settings: dict) -> RouteChoice:
+    """The batch engine by size among those ``able`` to run the query, saying which one it passed over."""
+    choice = _by_size(size, able, settings)
+    passed_over = next((t for t in batch if t not in able and t.large_inputs), None)
+    if passed_over is not None and choice.engine != _by_size(size, batch, settings).engine:
+        why = refusal(root, passed_over.engine)
+        return replace(choice, reason=f"{choice.reason}, but the {passed_over.engine} route cannot {why.what}")
+    return choice
+
+
+def _by_size(size: int, batch: list[EngineTraits], settings: dict) -> RouteChoice:
+    """The batch engine for bounded files of ``size`` bytes: the small-input one up to its setting, else the
+    large-input one."""
+    small = next((t for t in batch if t.max_bytes_setting), None)
+    large = next((t for t in batch if t.large_inputs), batch[0])
+    if small is None:
+        return RouteChoice(large.engine, f"bounded files, about {format_size(size)}")
+    setting = small.max_bytes_setting
+    limit = parse_size(settings.get(setting, str(DEFAULT_MAX_BYTES)))
+    if size <= limit or not large.large_inputs:
+        return RouteChoice(small.engine, f"bounded files, about {format_size(size)}, within {setting} "
+                                         f"({format_size(limit)})")
+    return RouteChoice(large.engine, f"bounded files, about {format_size(size)}, more than {setting} ({format_size(limit)})")
+
+
+def _stays_incremental(root: L.Node, batch_names: str) -> str | None:
+    """Why a query every batch route could run still takes the incremental engine (None: it need not)."""
     sources = sources_of(root)
     idle = [s.name for s in sources if "idle_timeout" in s.options]
     if idle:
-        return RouteChoice("runtime", f"'{idle[0]}' has an idle_timeout, which depends on processing time")
+        return f"'{idle[0]}' has an idle_timeout, which depends on processing time"
     if root.changelog == L.UPDATING:
-        return RouteChoice("runtime", "the result is updating: the runtime emits its changes, a batch route only its "
-                                "final rows (SET 'engine' = 'duckdb' or 'spark' for those)")
+        return ("the result is updating: the runtime emits its changes, a batch route only its "
+                f"final rows (SET 'engine' = {batch_names} for those)")
     unsized = next((s for s in sources if s.descriptor.batch_reader != "files"), None)
     if unsized is not None:  # a bounded read of a connector (Kafka): the batch routes run it when asked to
-        return RouteChoice("runtime", f"'{unsized.name}' is read through its connector ('{unsized.connector}'), "
-                                      "not sized as files (SET 'engine' = 'duckdb' or 'spark' runs the bounded read "
-                                      "as one statement)")
-    spark_refused = refusal(root, "spark")  # what only DuckDB evaluates (JSON, Python functions) stays there
-    if settings.get("spark.master") and spark_refused is None:
-        return RouteChoice("spark", f"spark.master is '{settings['spark.master']}'")
-    try:
-        size = sum(estimate(s) for s in sources)
-    except Exception as e:  # noqa: BLE001 - the runtime reports a missing file where it reads it
-        return RouteChoice("runtime", f"the input could not be sized ({e})")
-    limit = parse_size(settings.get("batch.max_bytes", str(2 * 1024**3)))
-    if size <= limit:
-        return RouteChoice("duckdb", f"bounded files, about {format_size(size)}, within batch.max_bytes "
-                               f"({format_size(limit)})")
-    if spark_refused is not None:
-        return RouteChoice("duckdb", f"bounded files, about {format_size(size)}, more than batch.max_bytes "
-                                     f"({format_size(limit)}), but Spark cannot {spark_refused.what}")
-    return RouteChoice("spark", f"bounded files, about {format_size(size)}, more than batch.max_bytes ({format_size(limit)})")
+        return (f"'{unsized.name}' is read through its connector ('{unsized.connector}'), not sized as files "
+                f"(SET 'engine' = {batch_names} runs the bounded read as one statement)")
+    return None

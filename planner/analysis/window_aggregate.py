@@ -131,18 +131,45 @@ def _window_names(bottom_up: list[L.Node]) -> dict[str, str] | None:
 
 def _regrouped_windows(node: L.Aggregate, chain: list[L.Node], inner: L.WindowAggregate) -> L.Node:
     """An aggregate over an earlier window aggregate's rows, grouped by their window_start and window_end."""
-    w = inner.window
-    if w.type.merging or inner.emit.updating or inner.attached is not None:
-        return node
     bottom_up = list(reversed(chain))
+    found = _window_keys(node, bottom_up, inner)
+    if found is None:
+        return node
+    wnames, window_keys = found
+    rebuilt, carry = _carry_window_up(inner, bottom_up)
+    names = [f.name for f in rebuilt.schema if f.name not in wnames and f.name not in carry.values()]
+    start, wt = unique_name("__attached_start", names), unique_name("__attached_time", names)
+    top = [(n, col(n)) for n in names] + [(start, col(carry["window_start"])), (wt, col(carry["window_time"]))]
+    rebuilt = L.Project(rebuilt, tuple(top), tuple(rebuilt.schema.find(e.name).type for _, e in top))
+
+    w = inner.window
+    keys = (start,) + tuple(k for k in node.keys if k not in window_keys)
+    by_end = TUMBLE.spec(wt, size=w.pane, offset=w.offset)
+    agg = L.WindowAggregate(rebuilt, by_end, keys, node.aggs, attached=w, attached_start=start)
+    renamed = {"window_start": start, "window_end": "window_end", "window_time": "window_time"}
+    out = [(f.name, col(renamed[window_keys[f.name]] if f.name in window_keys else f.name)) for f in node.schema]
+    return L.Project(agg, tuple(out), tuple(agg.schema.find(e.name).type for _, e in out))
+
+
+def _window_keys(node: L.Aggregate, bottom_up: list[L.Node],
+                 inner: L.WindowAggregate) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The window columns' names in the chain, and the aggregate's keys that are window columns (by what they
+    are), when ``node`` groups ``inner``'s rows by both window_start and window_end; None when it cannot be
+    regrouped (merging or updating windows, an aggregate over a window column)."""
+    if inner.window.type.merging or inner.emit.updating or inner.attached is not None:
+        return None
     wnames = _window_names(bottom_up)
     if wnames is None or any(call.arg in wnames for call in node.aggs):
-        return node
+        return None
     window_keys = {k: wnames[k] for k in node.keys if k in wnames}
     if not {"window_start", "window_end"} <= set(window_keys.values()):
-        return node
+        return None
+    return wnames, window_keys
 
-    # Carry window_start and window_time up the chain (renamed apart from the new window columns).
+
+def _carry_window_up(inner: L.WindowAggregate, bottom_up: list[L.Node]) -> tuple[L.Node, dict[str, str]]:
+    """The chain rebuilt over ``inner``, carrying window_start and window_time up (renamed apart from the
+    new window columns), and their names at the top."""
     carry = {"window_start": "window_start", "window_time": "window_time"}
     rebuilt: L.Node = inner
     for n in bottom_up:
@@ -158,17 +185,7 @@ def _regrouped_windows(node: L.Aggregate, chain: list[L.Node], inner: L.WindowAg
                 types.append(rebuilt.schema.find(name).type)
             carry[what] = found
         rebuilt = L.Project(rebuilt, tuple(exprs), tuple(types))
-    names = [f.name for f in rebuilt.schema if f.name not in wnames and f.name not in carry.values()]
-    start, wt = unique_name("__attached_start", names), unique_name("__attached_time", names)
-    top = [(n, col(n)) for n in names] + [(start, col(carry["window_start"])), (wt, col(carry["window_time"]))]
-    rebuilt = L.Project(rebuilt, tuple(top), tuple(rebuilt.schema.find(e.name).type for _, e in top))
-
-    keys = (start,) + tuple(k for k in node.keys if k not in window_keys)
-    by_end = TUMBLE.spec(wt, size=w.pane, offset=w.offset)
-    agg = L.WindowAggregate(rebuilt, by_end, keys, node.aggs, attached=w, attached_start=start)
-    renamed = {"window_start": start, "window_end": "window_end", "window_time": "window_time"}
-    out = [(f.name, col(renamed[window_keys[f.name]] if f.name in window_keys else f.name)) for f in node.schema]
-    return L.Project(agg, tuple(out), tuple(agg.schema.find(e.name).type for _, e in out))
+    return rebuilt, carry
 
 
 def _refs(e: exp.Expression) -> set[str]:

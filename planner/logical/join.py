@@ -138,7 +138,10 @@ class Join(Node):
         return (self.left, self.right)
 
     def with_inputs(self, inputs: tuple[Node, ...]) -> Node:
-        return replace(self, left=inputs[0], right=inputs[1])
+        # The right input's output names follow its columns by name (column pruning may narrow it).
+        renamed = dict(zip(self.right.schema.names, self.right_names))
+        right_names = tuple(renamed.get(n, n) for n in inputs[1].schema.names)
+        return replace(self, left=inputs[0], right=inputs[1], right_names=right_names)
 
     # -- names ----------------------------------------------------------------------------
 

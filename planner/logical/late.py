@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..catalog import SourceDef
 from ..types import Schema
-from .nodes import APPEND, Node, _derive
+from .nodes import APPEND, Node, _derive, read_label, read_schema
 
 
 @dataclass(frozen=True, eq=False)
@@ -18,12 +18,13 @@ class LateScan(Node):
     """
 
     source: SourceDef
+    columns: tuple[str, ...] | None = None  # the columns read (None: all; set by rules/prune_columns.py)
     schema: Schema = field(init=False)
     changelog: str = field(init=False, default=APPEND)
     watermark: str | None = field(init=False, default=None)
 
     def __post_init__(self):
-        _derive(self, schema=Schema(tuple(f.plain() for f in self.source.schema)))
+        _derive(self, schema=read_schema(Schema(tuple(f.plain() for f in self.source.schema)), self.columns))
 
     def label(self) -> str:
-        return f"Late({self.source.name})"
+        return f"Late({self.source.name}{read_label(self.source.schema, self.columns)})"

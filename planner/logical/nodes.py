@@ -136,18 +136,31 @@ class Unary(Node):
 class Scan(Node):
     source: SourceDef
     lateness_us: int = 0  # a query's ALLOWED LATENESS: accept events this far behind (beyond the source's own)
+    columns: tuple[str, ...] | None = None  # the columns read (None: all; set by rules/prune_columns.py)
     schema: Schema = field(init=False)
     changelog: str = field(init=False)
     watermark: str | None = field(init=False)
 
     def __post_init__(self):
         wm = self.source.watermark
-        _derive(self, schema=self.source.schema,
+        _derive(self, schema=read_schema(self.source.schema, self.columns),
                 changelog=APPEND if self.source.kind == "stream" else UPDATING,
                 watermark=f"{self.source.name}.{wm.column} - {format_duration(wm.delay_us)}" if wm else None)
 
     def label(self) -> str:
-        return f"Scan({self.source.name})"
+        return f"Scan({self.source.name}{read_label(self.source.schema, self.columns)})"
+
+
+def read_schema(schema: Schema, columns: tuple[str, ...] | None) -> Schema:
+    """The fields of a scan that reads only ``columns`` (None: every one)."""
+    return schema if columns is None else Schema(tuple(f for f in schema if f.name in columns))
+
+
+def read_label(schema: Schema, columns: tuple[str, ...] | None) -> str:
+    """How EXPLAIN shows the columns a scan reads: nothing when it reads them all."""
+    if columns is None or len(columns) == len(schema.fields):
+        return ""
+    return ": " + ", ".join(f.name for f in schema if f.name in columns)
 
 
 @dataclass(frozen=True, eq=False)

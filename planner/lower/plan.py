@@ -380,8 +380,7 @@ class _Lowering:
     # -- scans --------------------------------------------------------------------------------
 
     def scan(self, node: L.Scan | LateScan, keep_op: bool = False) -> Rel:
-        spec = scan_spec(node, f"__scan{len(self.scans)}", self.needed(node), self.timed,
-                         self.window_judged)
+        spec = scan_spec(node, f"__scan{len(self.scans)}", self.timed, self.window_judged)
         if self.streaming(node):  # Spark's watermark judges late events of a stream
             spec = replace(spec, drop_late=False, per_window=False, streaming=True)
         self.scans.append(spec)

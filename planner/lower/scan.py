@@ -105,12 +105,13 @@ class ScanSpec:
         return pa.schema(fields + [pa.field(n, t) for n, t in ORDER_TYPES.items()])
 
 
-def scan_spec(node: L.Scan | LateScan, relation: str, needed: set[str], timed: set[int],
+def scan_spec(node: L.Scan | LateScan, relation: str, timed: set[int],
               window_judged: frozenset[int] = frozenset()) -> ScanSpec:
-    """The scan relation of ``node``; ``needed``: its columns read above; ``timed``: scans under event time;
-    ``window_judged``: those whose operators above judge lateness per window (``scans_judged_per_window``)."""
+    """The scan relation of ``node`` (its columns: those rules/prune_columns.py left in it); ``timed``: scans
+    under event time; ``window_judged``: those whose operators above judge lateness per window
+    (``scans_judged_per_window``)."""
     src = node.source
-    columns, computed, proctime = source_columns(src, needed)
+    columns, computed, proctime = source_columns(src, set(node.schema.names))
     late_only = isinstance(node, LateScan)
     lateness = source_lateness_us(L.Scan(src) if late_only else node)
     wm = src.watermark

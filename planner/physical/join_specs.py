@@ -9,6 +9,7 @@ watermark the runtime passes. State tables are named after the operator id.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .specs import DuckStateOp
 
@@ -17,6 +18,7 @@ from .specs import DuckStateOp
 class ChangelogNormalizeOp(DuckStateOp):
     """Turn a table's changes by key (upserts, deletes) into a valid changelog; keeps each key's row."""
 
+    spec_kind: ClassVar[str] = "changelog_normalize"
     keys: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
 
@@ -36,6 +38,7 @@ class IntervalJoinOp(JoinOp):
     have; an outer side's unmatched rows are emitted then, padded with NULLs.
     """
 
+    spec_kind: ClassVar[str] = "interval_join"
     lower: int = 0
     upper: int = 0
     delay: int = 0  # the output watermark lags the input's by this much
@@ -52,6 +55,7 @@ class IntervalJoinOp(JoinOp):
 class WindowJoinOp(JoinOp):
     """Two windowed inputs joined per window when the watermark passes its end."""
 
+    spec_kind: ClassVar[str] = "window_join"
     lateness: int = 0
     on_batch: tuple[str, str] = ("", "")  # per port: store the rows
     fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
@@ -63,6 +67,7 @@ class WindowJoinOp(JoinOp):
 class TemporalJoinOp(JoinOp):
     """Each left row with the version of the right row valid at its time, emitted when the watermark passes it."""
 
+    spec_kind: ClassVar[str] = "temporal_join"
     lateness: int = 0
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
@@ -89,6 +94,7 @@ class ExternalLookup:
 class LookupJoinOp(JoinOp):
     """Each event of the stream side with the current rows of the table side (processing time)."""
 
+    spec_kind: ClassVar[str] = "lookup_join"
     stream_port: int = 0
     lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
     update: tuple[str, ...] = ()  # the table's changes
@@ -99,6 +105,7 @@ class LookupJoinOp(JoinOp):
 class RegularJoinOp(JoinOp):
     """A join of two relations that keeps all their current rows: an updating result."""
 
+    spec_kind: ClassVar[str] = "regular_join"
     on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
     ttl_us: int = 0  # SET 'state.ttl': join keys not touched for this long are dropped (lower/sqlgen_ttl.py)
     expire: tuple[str, ...] = ()  # drop the keys last touched at or before now - ttl_us

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..logical.match import MatchRecognize
 from ..lower.sqlgen_match import match_sql
@@ -16,6 +17,8 @@ class MatchRecognizeOp(OpSpec):
     See planner/lower/sqlgen_match.py for the statements and
     runtime/operators/match_recognize.py for the operator.
     """
+
+    spec_kind: ClassVar[str] = "match_recognize"
 
     columns: tuple[str, ...] = ()  # the input columns kept (the statements read only these)
     input_sql: str | None = None  # fused per-batch nodes below, run on each batch first

@@ -6,7 +6,6 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar import DsmsError
-from ..bind.expressions import col
 from ..logical import nodes as L
 from ..logical.join import Join
 from ..lower.sqlgen_join import (
@@ -34,19 +33,6 @@ from .specs import OP
 
 class JoinPlanning:
     """Methods of the physical planner for joins; mixed into ``physical.planner._Planner``."""
-
-    def pruned(self, node: L.Node, needed: set[str]) -> L.Node:
-        """``node`` narrowed to the columns a join needs (see ``_pruned``), made once per node and need.
-
-        The planner caches operators by node identity, so a node made here is kept alive with the
-        planner: a discarded one's id could be reused by the next, which would then find its operator.
-        """
-        if not hasattr(self, "_pruned_nodes"):
-            self._pruned_nodes: dict[tuple[int, frozenset], tuple[L.Node, L.Node]] = {}
-        key = (id(node), frozenset(needed))
-        if key not in self._pruned_nodes:
-            self._pruned_nodes[key] = (node, _pruned(node, needed))  # the original is kept alive too
-        return self._pruned_nodes[key][1]
 
     @property
     def raw_sources(self) -> dict[int, int]:
@@ -100,8 +86,7 @@ class JoinPlanning:
                 self.raw_sources[id(node.right)] = self.source(node.right)
             right = self.raw_sources[id(node.right)]
         else:
-            needs = node.child_needs(self.required.get(id(node), set(node.schema.names)))
-            inputs = [self.pruned(i, n) for i, n in zip(node.inputs, needs)]
+            inputs = list(node.inputs)  # narrowed to what the join needs by rules/prune_columns.py
             if node.strategy == "lookup" and lookup_table(inputs[1 if node.stream_side == "left" else 0]):
                 return self.external_lookup(node, inputs)
             left, right = (self.op_for(i) for i in inputs)
@@ -138,15 +123,6 @@ class JoinPlanning:
         return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
                         state_tables=sql["state_tables"], on_batch=sql["on_batch"], ttl_us=node.ttl,
                         expire=sql["expire"], oldest=sql["oldest"])
-
-
-def _pruned(node: L.Node, needed: set[str]) -> L.Node:
-    """``node`` with only the columns a join needs, when it is a per-batch node that passes every input
-    column through (sources read only what the plan uses, so the rest would be missing)."""
-    if not isinstance(node, (L.Filter, L.WindowTVF)) or set(node.schema.names) <= needed:
-        return node
-    kept = [f for f in node.schema if f.name in needed or f.rowtime]  # the event time stays, for EXPLAIN
-    return L.Project(node, tuple((f.name, col(f.name)) for f in kept), tuple(f.type for f in kept))
 
 
 def _without_op(schema: pa.Schema) -> pa.Schema:

@@ -83,6 +83,8 @@ class _Planner(JoinPlanning):
         for n in L.walk(root):
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
+        # Which columns a stateful operator keeps in its state is a physical choice: the plan says what each
+        # node produces (rules/prune_columns.py), its consumers say which of those they read.
         self.required = required_columns(root)
         self.timed_scans = scans_under_event_time(root)
         self.window_judged = scans_judged_per_window(root, judges_late_events)
@@ -206,11 +208,8 @@ class _Planner(JoinPlanning):
 
     def plan_Union(self, node: L.Union) -> int:
         inputs = tuple(self.op_for(i) for i in node.inputs)
-        needed = self.required.get(id(node), set(node.schema.names))
-        keep = [i for i, f in enumerate(node.schema) if f.name in needed]
-        schema = pa.schema([node.schema.to_arrow().field(i) for i in keep])
-        columns = tuple(tuple(n.schema.fields[i].name for i in keep) for n in node.inputs)
-        return self.add(UnionOp, node, inputs, node.label(), schema=schema, input_columns=columns)
+        columns = tuple(tuple(n.schema.names) for n in node.inputs)  # aligned by rules/prune_columns.py
+        return self.add(UnionOp, node, inputs, node.label(), input_columns=columns)
 
     def plan_LateScan(self, node: LateScan) -> int:
         return self.source(node)
@@ -218,7 +217,8 @@ class _Planner(JoinPlanning):
     def source(self, node: L.Scan | LateScan) -> int:
         src = node.source
         late_only = isinstance(node, LateScan)
-        columns, computed, proctime = source_columns(src, self.required.get(id(node), set(node.schema.names)))
+        # The scan reads what rules/prune_columns.py left in it: split into what is read and what is computed.
+        columns, computed, proctime = source_columns(src, set(node.schema.names))
         wm = src.watermark
         read = set(columns) | {n for n, _ in computed} | ({proctime} if proctime is not None else set())
         schema = Schema(tuple(f for f in node.schema if f.name in read))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .specs import OpSpec
 
@@ -11,6 +12,7 @@ from .specs import OpSpec
 class TemporalSortOp(OpSpec):
     """Hold rows until the watermark reaches their ``time_column``; emit them sorted by ``keys``."""
 
+    spec_kind: ClassVar[str] = "temporal_sort"
     time_column: str = ""
     keys: tuple[tuple[str, bool], ...] = ()  # (column, descending)
 
@@ -19,4 +21,5 @@ class TemporalSortOp(OpSpec):
 class LimitOp(OpSpec):
     """Pass the first ``count`` rows."""
 
+    spec_kind: ClassVar[str] = "limit"
     count: int = 0

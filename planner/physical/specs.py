@@ -10,6 +10,7 @@ registered as ``__input``; the runtime never parses it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -23,6 +24,11 @@ PANE = "__pane"  # the pane start (epoch microseconds) column of partial aggrega
 
 @dataclass(frozen=True)
 class OpSpec:
+    # What the operator is, for checkpoints: runtime/checkpoint.py fingerprints a plan by it, not by the class
+    # name, so renaming a spec class keeps users' checkpoints. Each concrete spec sets its own, unique, and
+    # never changes it (tests/test_checkpoint_fingerprint.py checks).
+    spec_kind: ClassVar[str | None] = None
+
     id: int
     inputs: tuple[int, ...]
     schema: pa.Schema
@@ -36,6 +42,7 @@ class OpSpec:
 class SourceOp(OpSpec):
     """Read a source; compute its computed columns; derive watermarks; drop late events."""
 
+    spec_kind: ClassVar[str] = "source"
     source: SourceDef = None  # type: ignore[assignment]
     columns: tuple[str, ...] = ()  # physical columns to read
     computed_sql: str | None = None  # adds computed columns over the physical ones
@@ -62,6 +69,7 @@ class SourceOp(OpSpec):
 class ValuesOp(OpSpec):
     """A bounded relation of literal rows (SELECT without FROM, VALUES)."""
 
+    spec_kind: ClassVar[str] = "values"
     sql: str = ""
 
 
@@ -69,6 +77,7 @@ class ValuesOp(OpSpec):
 class CalcOp(OpSpec):
     """Filter, project and assign windows: one SQL statement per batch."""
 
+    spec_kind: ClassVar[str] = "calc"
     sql: str = ""
     # When the statement only picks and renames columns: (output column, input column) pairs, which
     # the runtime applies to the Arrow batch without running the statement.
@@ -100,6 +109,7 @@ class WindowAggOp(OpSpec):
     operator can count the events it drops as late.
     """
 
+    spec_kind: ClassVar[str] = "window_aggregate"
     window: WindowSpec = None  # type: ignore[assignment]
     keys: tuple[str, ...] = ()
     aggs: tuple[PartialAgg, ...] = ()
@@ -126,6 +136,7 @@ class GroupAggOp(DuckStateOp):
     See planner/lower/sqlgen_group.py for the statements.
     """
 
+    spec_kind: ClassVar[str] = "group_aggregate"
     keys: tuple[str, ...] = ()
     per_batch: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
@@ -142,6 +153,7 @@ class UnionOp(OpSpec):
     union's columns (inputs may carry more, or name them differently).
     """
 
+    spec_kind: ClassVar[str] = "union"
     input_columns: tuple[tuple[str, ...], ...] = ()
 
 

@@ -22,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+
+from sqlglot import exp
 
 from ..logical import nodes as L
 from ..types import Schema
@@ -60,7 +62,19 @@ class Outputs(L.Node):
 
 
 def share_scans(roots: list[L.Node]) -> tuple[L.Node, ...]:
-    """The roots with one Scan node per (source, allowed lateness) across all of them."""
+    """The roots with one Scan node per (source, allowed lateness) across all of them.
+
+    Each query's scans read only what that query uses (rules/prune_columns.py); the shared scan reads
+    what any of them uses, and every node that depends on column positions (a union, the root)
+    selects its own columns back from it.
+    """
+    wanted: dict[tuple[str, int], set[str] | None] = {}
+    for root in roots:
+        for node in L.walk(root):
+            if isinstance(node, L.Scan):
+                key = _scan_key(node)
+                cols = wanted.get(key, set())
+                wanted[key] = None if cols is None or node.columns is None else cols | set(node.columns)
     scans: dict[tuple[str, int], L.Scan] = {}
     done: dict[int, L.Node] = {}
 
@@ -68,15 +82,33 @@ def share_scans(roots: list[L.Node]) -> tuple[L.Node, ...]:
         if id(node) in done:
             return done[id(node)]
         if isinstance(node, L.Scan):
-            new = scans.setdefault((node.source.name.lower(), node.lateness_us), node)
+            key = _scan_key(node)
+            cols = wanted[key]
+            columns = None if cols is None else tuple(n for n in node.source.schema.names if n in cols)
+            new = scans.setdefault(key, replace(node, columns=columns))
         else:
             inputs = tuple(visit(i) for i in node.inputs)
+            if isinstance(node, L.Union):  # positional: each input keeps its own columns
+                inputs = tuple(_as_before(new, old) for new, old in zip(inputs, node.inputs))
             same = all(a is b for a, b in zip(inputs, node.inputs))
             new = node if same else node.with_inputs(inputs)
         done[id(node)] = new
         return new
 
-    return tuple(visit(r) for r in roots)
+    return tuple(_as_before(visit(r), r) for r in roots)
+
+
+def _scan_key(scan: L.Scan) -> tuple[str, int]:
+    return scan.source.name.lower(), scan.lateness_us
+
+
+def _as_before(new: L.Node, old: L.Node) -> L.Node:
+    """``new``, projected to the columns of ``old`` when a wider shared scan below it added some."""
+    if new.schema.names == old.schema.names:
+        return new
+    fields = [new.schema.find(n) for n in old.schema.names]
+    return L.Project(new, tuple((f.name, exp.Column(this=exp.Identifier(this=f.name, quoted=True))) for f in fields),
+                     tuple(f.type for f in fields))
 
 
 @dataclass

@@ -7,6 +7,7 @@ operator, with the DuckDB SQL it runs as text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -26,6 +27,7 @@ class SessionOp(OpSpec):
     function on its own) and every row is emitted with its session's bounds.
     """
 
+    spec_kind: ClassVar[str] = "session_window"
     window: WindowSpec = None  # type: ignore[assignment]
     partition: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()  # the output's keys, in order
@@ -42,6 +44,7 @@ class SessionOp(OpSpec):
 class WindowEmitOp(WindowAggOp):
     """A pane-based window aggregate (see WindowAggOp) that emits early results or corrections."""
 
+    spec_kind: ClassVar[str] = "window_emit"
     emit: EmitPolicy = EmitPolicy()
     emit_sql: EmitSql = None  # type: ignore[assignment]
 
@@ -53,6 +56,7 @@ class OverAggOp(OpSpec):
     See planner/lower/sqlgen_over.py for the statements.
     """
 
+    spec_kind: ClassVar[str] = "over_aggregate"
     columns: tuple[str, ...] = ()  # the input columns kept (the output's first columns)
     input_sql: str | None = None  # fused per-batch nodes below, run on each batch first
     order: str = ""
@@ -80,6 +84,7 @@ class TopNOp(OpSpec):
     is left out, which also spares the changes that renumbering causes).
     """
 
+    spec_kind: ClassVar[str] = "top_n"
     kind: str = "global"
     columns: tuple[str, ...] = ()  # input columns kept
     input_sql: str | None = None
@@ -102,6 +107,7 @@ class TopNOp(OpSpec):
 class SnapshotDiffOp(OpSpec):
     """A relation given per instant (rows tagged with ``instant``) -> what enters and leaves it."""
 
+    spec_kind: ClassVar[str] = "snapshot_diff"
     instant: str = ""
     slide_us: int = 0
     kind: str = "relation"  # relation | insert | delete

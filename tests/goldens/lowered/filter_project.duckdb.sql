@@ -2,7 +2,6 @@
 WITH "n0" AS (
   SELECT
     s."auction" AS "auction",
-    CAST(NULL AS BIGINT) AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
     s."__file" AS "__file",
@@ -12,7 +11,6 @@ WITH "n0" AS (
 ), "n1" AS (
   SELECT
     "auction",
-    "bidder",
     "price",
     "ts",
     "__file",

@@ -2,8 +2,6 @@
 --   __mx: the largest ts before each row in the source; __wm = __mx - 5000000 us, the watermark when the row arrived: a window counts the row when its last millisecond is above it
 WITH "n0" AS (
   SELECT
-    CAST(NULL AS BIGINT) AS "auction",
-    CAST(NULL AS BIGINT) AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
     s."__file" AS "__file",

@@ -14,8 +14,6 @@ WITH `__scan0_files` AS (
   FROM `__scan0_files`
 ), `n2` AS (
   SELECT
-    CAST(NULL AS BIGINT) AS `auction`,
-    CAST(NULL AS BIGINT) AS `bidder`,
     s.`price` AS `price`,
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,

@@ -18,7 +18,6 @@ WITH "n0" AS (
 ), "n1" AS (
   SELECT
     s."auction" AS "auction",
-    CAST(NULL AS BIGINT) AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
     s."__file" AS "__file",
@@ -35,7 +34,6 @@ WITH "n0" AS (
     "seller",
     "ts",
     "auction",
-    "bidder",
     "price",
     "ts0"
   FROM (
@@ -48,7 +46,6 @@ WITH "n0" AS (
   JOIN (
     SELECT
       "auction" AS "auction",
-      "bidder" AS "bidder",
       "price" AS "price",
       "ts" AS "ts0"
     FROM "n1"

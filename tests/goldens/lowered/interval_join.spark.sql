@@ -53,7 +53,6 @@ WITH `__scan0_files` AS (
 ), `n5` AS (
   SELECT
     s.`auction` AS `auction`,
-    CAST(NULL AS BIGINT) AS `bidder`,
     s.`price` AS `price`,
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,
@@ -81,7 +80,6 @@ WITH `__scan0_files` AS (
     `seller`,
     `ts`,
     `auction`,
-    `bidder`,
     `price`,
     `ts0`
   FROM (
@@ -94,7 +92,6 @@ WITH `__scan0_files` AS (
   JOIN (
     SELECT
       `auction` AS `auction`,
-      `bidder` AS `bidder`,
       `price` AS `price`,
       `ts` AS `ts0`
     FROM `n5`

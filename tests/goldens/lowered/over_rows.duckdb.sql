@@ -2,7 +2,6 @@
 --   __mx: the largest ts before each row in the source; __wm = __mx - 5000000 us, the watermark when the row arrived: a window counts the row when its last millisecond is above it
 WITH "n0" AS MATERIALIZED (
   SELECT
-    CAST(NULL AS BIGINT) AS "auction",
     s."bidder" AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
@@ -28,7 +27,6 @@ WITH "n0" AS MATERIALIZED (
     NOT i."__wm" IS NULL AND EPOCH_US(i."ts") <= i."__wm"
 ), "n2" AS (
   SELECT
-    s."auction" AS "auction",
     s."bidder" AS "bidder",
     s."price" AS "price",
     s."ts" AS "ts",
@@ -42,7 +40,6 @@ WITH "n0" AS MATERIALIZED (
     l."__row" IS NULL
 ), "n3" AS (
   SELECT
-    "auction",
     "bidder",
     "price",
     "ts",

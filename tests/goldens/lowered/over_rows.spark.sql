@@ -14,7 +14,6 @@ WITH `__scan0_files` AS (
   FROM `__scan0_files`
 ), `n2` AS (
   SELECT
-    CAST(NULL AS BIGINT) AS `auction`,
     s.`bidder` AS `bidder`,
     s.`price` AS `price`,
     s.`ts` AS `ts`,
@@ -51,7 +50,6 @@ WITH `__scan0_files` AS (
     NOT i.`__wm` IS NULL AND UNIX_MICROS(i.`ts`) <= i.`__wm`
 ), `n4` AS (
   SELECT
-    s.`auction` AS `auction`,
     s.`bidder` AS `bidder`,
     s.`price` AS `price`,
     s.`ts` AS `ts`,
@@ -65,7 +63,6 @@ WITH `__scan0_files` AS (
     l.`__row` IS NULL
 ), `n5` AS (
   SELECT
-    `auction`,
     `bidder`,
     `price`,
     `ts`,

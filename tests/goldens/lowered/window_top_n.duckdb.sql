@@ -3,8 +3,6 @@
 WITH "n0" AS (
   SELECT
     s."auction" AS "auction",
-    CAST(NULL AS BIGINT) AS "bidder",
-    CAST(NULL AS DOUBLE) AS "price",
     s."ts" AS "ts",
     s."__file" AS "__file",
     s."__row" AS "__row",

@@ -15,8 +15,6 @@ WITH `__scan0_files` AS (
 ), `n2` AS (
   SELECT
     s.`auction` AS `auction`,
-    CAST(NULL AS BIGINT) AS `bidder`,
-    CAST(NULL AS DOUBLE) AS `price`,
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,
     s.`__row` AS `__row`,
