@@ -19,7 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from . import logical as L
-from .bind_aggregate import Unnamed, _agg_parts, _agg_type
+from .bind_aggregate import Unnamed, agg_parts, agg_type
 from .bind_context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, passthrough
 from .logical_over import OverAggregate, OverFrame
@@ -71,14 +71,17 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
         if not isinstance(func, exp.AggFunc):
             raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
                             "over a window", func, help="use COUNT, SUM, AVG, MIN or MAX, or ROW_NUMBER for Top-N")
-        name, arg, distinct = _agg_parts(func, ctx)
+        kind, arg, distinct = agg_parts(func, ctx)
+        if not kind.in_over:
+            raise ctx.error(f"{kind.name} is not supported over a window", func,
+                            help="use COUNT, SUM, AVG, MIN or MAX, or ROW_NUMBER for Top-N")
         if distinct:
             raise ctx.error("DISTINCT aggregates are not supported over a window", func)
         arg_name = column_for(arg) if arg is not None else None
         arg_type = infer_type(col(arg_name), _schema_of(node, pre), ctx.source) if arg_name else None
         out = unique_name(f"__over{j}", taken)
         taken.append(out)
-        calls.append(L.AggCall(name, arg_name, False, out, _agg_type(name, arg_type, func, ctx)))
+        calls.append(L.AggCall(kind, arg_name, False, out, agg_type(kind, arg_type, func, ctx), arg_type))
         names[id(w)] = out
     if node.changelog == L.UPDATING:
         raise ctx.error("OVER aggregates need an append-only input (a stream)", windows[0])

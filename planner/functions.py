@@ -31,9 +31,10 @@ from ..grammar import Diagnostic, SqlError
 from ..grammar.diagnostics import did_you_mean
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import format_timestamp
+from .aggregate_kinds import NAMES as AGGREGATE_NAMES
 from .timeutil import node_span
 
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
+AGGREGATES = set(AGGREGATE_NAMES)  # the aggregate kinds (aggregate_kinds.py), for suggestions and completion
 
 # Every scalar function that works end to end (tests/test_functions.py), for suggestions and SHOW FUNCTIONS.
 SCALAR_FUNCTIONS = sorted({

@@ -27,10 +27,10 @@ truncated toward zero.
 
 from __future__ import annotations
 
-import pyarrow as pa
 from sqlglot import exp
 
 from . import logical as L
+from .aggregate_kinds import FOLD
 from .lower_sql import (
     ORDER,
     add,
@@ -38,7 +38,6 @@ from .lower_sql import (
     and_,
     asc,
     c,
-    cast,
     floor_us,
     micros,
     minus,
@@ -51,7 +50,6 @@ from .lower_sql import (
 from .lower_stream import W as STRUCT
 from .lower_stream import stream_window_bounds, stream_window_rows
 from .sqlgen import lit
-from .types import sum_type
 
 WS, WE, T = "__ws", "__we", "__t"
 
@@ -167,18 +165,9 @@ def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.E
         w.set("this", func)
         return w
 
-    arg = c(a.arg) if a.arg else None
-    if a.func == "count":
-        if arg is None:
-            return agg(exp.Count(this=exp.Star()))
-        return agg(exp.Count(this=exp.Distinct(expressions=[arg]) if a.distinct else arg))
-    if a.func in ("min", "max"):
-        return cast(agg((exp.Min if a.func == "min" else exp.Max)(this=arg)), a.type)
-    if a.func == "sum":
-        return cast(agg(exp.Sum(this=arg)), a.type)
-    # avg: the sum over the count of non-NULL values, as the runtime computes it
-    total = cast(agg(exp.Sum(this=arg)), sum_type(schema.find(a.arg).type))
-    count = exp.Nullif(this=agg(exp.Count(this=arg.copy())), expression=lit(0))
-    if pa.types.is_integer(a.type):
-        return cast(exp.IntDiv(this=total, expression=count), a.type)  # truncates toward zero, as Flink
-    return cast(exp.Div(this=cast(total, pa.float64()), expression=count), a.type)
+    if a.arg is None:  # COUNT(*)
+        return agg(exp.Count(this=exp.Star()))
+    value = a.kind.over_values(c(a.arg), a.arg_type, a.type, a.distinct)
+    if over is None:
+        return value
+    return value.transform(lambda n: agg(n) if n.meta.get(FOLD) else n)

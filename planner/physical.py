@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from .aggregate_kinds import AggregateKind
 from .catalog import SourceDef
 from .logical import WindowSpec
 from .vocabulary import OP  # noqa: F401 - the changelog column of updating streams (codes: vocabulary.ChangeOp)
@@ -76,14 +77,20 @@ class CalcOp(OpSpec):
 class PartialAgg:
     """How one aggregate is split: partial columns per batch, merged when a window closes.
 
-    ``partials`` are (column, merge function) pairs computed by the partial
-    SQL; ``final`` says how the output is derived from the merged partials.
+    ``partials`` are (partial column, merge, suffix) triples computed by the
+    partial SQL and merged by ``merge`` (``sum``, ``min``, ``max``,
+    ``bit_and`` ...); the kind derives the output from the merged partials
+    by suffix (``AggregateKind.final_arrow``). A DISTINCT aggregate has no
+    partial columns: its argument ``distinct`` is a grouping column of the
+    partials, and the kind's partials are folded over its distinct values.
     """
 
-    func: str  # count | sum | avg | min | max | count_distinct
+    kind: AggregateKind
     name: str  # output column
     type: pa.DataType
-    partials: tuple[tuple[str, str], ...]  # (partial column, merge: sum | min | max | distinct)
+    partials: tuple[tuple[str, str, str], ...]  # (partial column, merge, suffix)
+    distinct: str | None = None
+    arg_type: pa.DataType | None = None
 
 
 ROWS_COLUMN = "__rows"  # a window aggregate's partial rows: how many events each holds

@@ -32,7 +32,6 @@ from .physical import (
     CalcOp,
     GroupAggOp,
     OpSpec,
-    PartialAgg,
     PhysicalPlan,
     SourceOp,
     UnionOp,
@@ -40,13 +39,21 @@ from .physical import (
     WindowAggOp,
 )
 from .physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
-from .physical_window import is_proctime_call, over_fields, session_fields, time_kinds, topn_fields
+from .physical_window import (
+    is_proctime_call,
+    over_fields,
+    partial_agg,
+    partial_items,
+    session_fields,
+    time_kinds,
+    topn_fields,
+)
 from .plan_joins import JoinPlanning
 from .sqlgen_emit import emit_sql
 from .sqlgen_group import group_agg_sql
 from .state_bounds import state_bound
 from .timeutil import parse_duration
-from .types import Schema, sum_type
+from .types import Schema
 from .vocabulary import ADDITIONS, RETRACTIONS
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
@@ -262,35 +269,14 @@ class _Planner(JoinPlanning):
             base = node.input
         base_id = self.op_for(base)
         inner = S.chain_sql(chain)
-        schema = node.input.schema
         w = node.window
         pane = exp.alias_(S.floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
         keys = [col(k) for k in node.keys]
-        distinct = sorted({a.arg for a in node.aggs if a.distinct})
+        distinct = sorted({a.arg for a in node.aggs if a.keeps_values})
         items: list[exp.Expression] = [pane, *keys, *[col(d) for d in distinct if d not in node.keys]]
-        aggs: list[PartialAgg] = []
+        aggs = tuple(partial_agg(i, a) for i, a in enumerate(node.aggs))
         for i, a in enumerate(node.aggs):
-            parts: list[tuple[str, str]] = []
-            arg = col(a.arg) if a.arg else None
-            if a.func == "count" and a.distinct:
-                parts.append((a.arg, "distinct"))
-            elif a.func == "count":
-                parts.append((f"__p{i}", "sum"))
-                items.append(exp.alias_(exp.Count(this=arg if arg is not None else exp.Star()), f"__p{i}", quoted=True))
-            elif a.func == "sum":
-                parts.append((f"__p{i}", "sum"))
-                items.append(exp.alias_(S.cast(exp.Sum(this=arg), a.type), f"__p{i}", quoted=True))
-            elif a.func == "avg":
-                partial_sum_type = sum_type(schema.find(a.arg).type)
-                parts += [(f"__p{i}s", "sum"), (f"__p{i}c", "sum")]
-                items.append(exp.alias_(S.cast(exp.Sum(this=arg), partial_sum_type), f"__p{i}s", quoted=True))
-                items.append(exp.alias_(exp.Count(this=arg.copy()), f"__p{i}c", quoted=True))
-            else:  # min, max
-                parts.append((f"__p{i}", a.func))
-                cls = exp.Min if a.func == "min" else exp.Max
-                items.append(exp.alias_(cls(this=arg), f"__p{i}", quoted=True))
-            func = "count_distinct" if a.distinct else a.func
-            aggs.append(PartialAgg(func, a.name, a.type, tuple(parts)))
+            items += partial_items(i, a)
         group = exp.Group(expressions=[exp.Literal.number(i + 1) for i in range(1 + len(keys) + len(
             [d for d in distinct if d not in node.keys]))])
         # how many events each partial row holds: late ones are counted

@@ -12,6 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from . import logical as L
+from .aggregate_kinds import fold
 from .logical_over import OverAggregate
 from .logical_rank import TopN, window_end_column
 from .physical import BATCH, OP, PartialAgg
@@ -21,7 +22,7 @@ from .sqlgen_over import over_sql
 from .sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from .sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from .sqlgen_ttl import partition_touch, partition_ttl
-from .types import Schema
+from .types import Schema, to_sql_type
 
 
 def output_schema(node: L.Node) -> pa.Schema:
@@ -48,11 +49,11 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         schema = Schema(tuple(f for f in schema if f.name in keep))
         inner_sql = f"SELECT {', '.join(q(f.name) for f in schema)} FROM ({inner_sql}) AS r"
     else:
-        distinct = [a.arg for a in node.aggs if a.distinct and a.arg not in node.keys]
+        distinct = [a.arg for a in node.aggs if a.keeps_values and a.arg not in node.keys]
         group = tuple(dict.fromkeys([k for k in node.keys if k not in partition] + distinct))
         keys = node.keys
         partials = partial_columns(node.aggs, schema)
-        aggs = tuple(_partial_agg(i, a) for i, a in enumerate(node.aggs))
+        aggs = tuple(partial_agg(i, a) for i, a in enumerate(node.aggs))
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
     direct = direct_rows(picks, w.time_col, partials, state_schema, schema)
@@ -67,13 +68,24 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
     return fields
 
 
-def _partial_agg(i: int, a: L.AggCall) -> PartialAgg:
-    if a.func == "count" and a.distinct:
-        return PartialAgg("count_distinct", a.name, a.type, ((a.arg, "distinct"),))
-    if a.func == "avg":
-        return PartialAgg("avg", a.name, a.type, ((f"__p{i}s", "sum"), (f"__p{i}c", "sum")))
-    how = a.func if a.func in ("min", "max") else "sum"
-    return PartialAgg(a.func, a.name, a.type, ((f"__p{i}", how),))
+def partial_agg(i: int, a: L.AggCall) -> PartialAgg:
+    """How aggregate ``i`` is split into partial columns (``__p<i><suffix>``) and merged."""
+    if a.keeps_values:
+        return PartialAgg(a.kind, a.name, a.type, (), a.arg, a.arg_type)
+    parts = tuple((f"__p{i}{p.suffix}", p.merge, p.suffix) for p in a.partials())
+    return PartialAgg(a.kind, a.name, a.type, parts, None, a.arg_type)
+
+
+def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
+    """The per-batch partial columns of aggregate ``i`` (none for DISTINCT: its argument is grouped by)."""
+    if a.keeps_values:
+        return []
+    arg = exp.column(a.arg, quoted=True) if a.arg else None
+    items = []
+    for p in a.partials():
+        folded = exp.Count(this=exp.Star()) if arg is None else fold(p.first, p.value(arg))
+        items.append(exp.alias_(exp.Cast(this=folded, to=to_sql_type(p.type)), f"__p{i}{p.suffix}", quoted=True))
+    return items
 
 
 def over_fields(node: OverAggregate, needed: set[str]) -> dict:

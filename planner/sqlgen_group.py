@@ -26,7 +26,7 @@ from sqlglot import exp
 from .logical import AggCall
 from .physical import OP
 from .sqlgen_ttl import group_agg_ttl, now
-from .types import Schema, sum_type, to_sql_type
+from .types import Schema, to_sql_type
 from .vocabulary import RETRACTIONS, ChangeOp, sql_codes
 
 
@@ -70,45 +70,46 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     multiset_steps, multiset_joins, setup, compact, tables = [], [], [], [], [state]
 
     for i, a in enumerate(aggs):
-        arg = q(a.arg) if a.arg else None
-        func = "count_distinct" if a.func == "count" and a.distinct else a.func
-        if func in ("count", "sum", "avg") and arg is not None:
-            columns.append((f"__c{i}", "BIGINT"))
-            delta.append(f"SUM(CASE WHEN {arg} IS NULL THEN 0 ELSE __sg END) AS __c{i}")
-            merged.append(f"COALESCE(o.__c{i}, 0) + d.__c{i} AS __c{i}")
-        if func in ("sum", "avg"):
-            st = sql_type(sum_type(input_schema.find(a.arg).type))
-            columns.append((f"__s{i}", st))
-            delta.append(f"SUM(CAST({arg} AS {st}) * __sg) AS __s{i}")
-            merged.append(f"CAST(COALESCE(o.__s{i}, 0) + COALESCE(d.__s{i}, 0) AS {st}) AS __s{i}")
-        if func == "count":
-            out = "n.__cnt" if arg is None else f"n.__c{i}"
-        elif func == "sum":
-            out = f"CASE WHEN n.__c{i} > 0 THEN n.__s{i} END"
-        elif func == "avg":
-            op = "//" if pa.types.is_integer(a.type) else "/"  # integer AVG truncates, as in Flink
-            out = f"CASE WHEN n.__c{i} > 0 THEN n.__s{i} {op} n.__c{i} END"
-        else:
-            log, result = f"__ms_{op_id}_{i}", f"__m_{op_id}_{i}"
-            tables.append(log)
-            group = ", ".join(K + ["__v"])
-            ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
-            setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(input_schema.find(a.arg).type)}, "
-                         f"__n BIGINT)")
-            multiset_steps.append(
-                f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
-                f"FROM {signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
-            reduce = {"min": "MIN(__v)", "max": "MAX(__v)", "count_distinct": "COUNT(__v)"}[func]
-            live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])} FROM {log} m SEMI JOIN {d} d ON {on('m', 'd')} "
-                    f"GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
-            multiset_steps.append(
-                f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in K)}{reduce} AS __r "
-                f"FROM ({live}) AS live" + (f" GROUP BY {', '.join(K)}" if K else ""))
-            multiset_joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-            compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
-                           f"GROUP BY {group} HAVING SUM(__n) <> 0")
-            out = f"COALESCE({result}.__r, 0)" if func == "count_distinct" else f"{result}.__r"
-        outputs.append((out, sql_type(a.type)))
+        if a.kind.retracts_by_sign and not a.keeps_values:
+            # signed accumulators: a retraction subtracts what its row added
+            parts = {}
+            for p in a.partials(retracting=True):
+                name, t = f"__a{i}{p.suffix}", sql_type(p.type)
+                parts[p.suffix] = exp.column(name, table="n")
+                columns.append((name, t))
+                if a.arg is None:
+                    delta.append(f"SUM(__sg) AS {name}")
+                elif p.first == "count":
+                    delta.append(f"SUM(CASE WHEN {q(a.arg)} IS NULL THEN 0 ELSE __sg END) AS {name}")
+                else:
+                    value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type))
+                    delta.append(f"SUM({value.sql('duckdb')} * __sg) AS {name}")
+                merged.append(f"CAST(COALESCE(o.{name}, 0) + COALESCE(d.{name}, 0) AS {t}) AS {name}")
+            outputs.append((a.kind.final(parts, a.type).sql("duckdb"), sql_type(a.type)))
+            continue
+        # a multiset log of (key, value, count) per aggregate; the result is recomputed over its live values
+        arg = q(a.arg)
+        log, result = f"__ms_{op_id}_{i}", f"__m_{op_id}_{i}"
+        tables.append(log)
+        group = ", ".join(K + ["__v"])
+        ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
+        setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, __n BIGINT)")
+        multiset_steps.append(
+            f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
+            f"FROM {signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
+        reduce = a.kind.over_multiset(exp.column("__v", table="live"), exp.column("__n", table="live"), a.arg_type,
+                                      a.type, a.distinct).sql("duckdb")
+        live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])}, SUM(m.__n) AS __n FROM {log} m SEMI JOIN {d} d "
+                f"ON {on('m', 'd')} GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
+        # from the batch's keys, so a key without live values gets the aggregate of nothing (COUNT: 0)
+        multiset_steps.append(
+            f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{reduce} AS __r "
+            f"FROM {d} d LEFT JOIN ({live}) AS live ON {on('d', 'live')}" +
+            (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
+        multiset_joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
+        compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
+                       f"GROUP BY {group} HAVING SUM(__n) <> 0")
+        outputs.append((f"{result}.__r", sql_type(a.type)))
 
     columns += [(f"__out{i}", t) for i, (_, t) in enumerate(outputs)]
     if ttl_us:  # when the key was last written, in processing time

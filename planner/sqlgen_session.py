@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import pyarrow as pa
+from sqlglot import exp
 
 from .logical import AggCall
-from .sqlgen_group import q, sql_type
-from .types import Schema, sum_type
+from .sqlgen_group import q
+from .types import Schema, to_sql_type
 
 S, E = "__s", "__e"
 
@@ -52,23 +53,22 @@ class Partial(NamedTuple):
 
 
 def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
-    """Per aggregate, its partial columns."""
+    """Per aggregate, its partial columns, as one value per event (named as physical_window.partial_agg names
+    them)."""
     out = []
     for i, a in enumerate(aggs):
-        arg = q(a.arg) if a.arg else None
-        if a.func == "count" and a.distinct:
+        if a.keeps_values:
             continue  # the argument is kept as a grouping column
-        if a.func == "count":
-            expr = "CAST(1 AS BIGINT)" if arg is None else f"CAST({arg} IS NOT NULL AS BIGINT)"
-            out.append(Partial(f"__p{i}", expr, "sum", pa.int64(), ("one", None) if arg is None else ("valid", a.arg)))
-        elif a.func == "sum":
-            out.append(Partial(f"__p{i}", f"CAST({arg} AS {sql_type(a.type)})", "sum", a.type, ("column", a.arg)))
-        elif a.func == "avg":
-            st = sum_type(schema.find(a.arg).type)
-            out.append(Partial(f"__p{i}s", f"CAST({arg} AS {sql_type(st)})", "sum", st, ("column", a.arg)))
-            out.append(Partial(f"__p{i}c", f"CAST({arg} IS NOT NULL AS BIGINT)", "sum", pa.int64(), ("valid", a.arg)))
-        else:
-            out.append(Partial(f"__p{i}", arg, a.func, schema.find(a.arg).type, ("column", a.arg)))
+        for p in a.partials():
+            name = f"__p{i}{p.suffix}"
+            if a.arg is None:
+                out.append(Partial(name, "CAST(1 AS BIGINT)", p.merge, pa.int64(), ("one", None)))
+            elif p.first == "count":
+                out.append(Partial(name, f"CAST({q(a.arg)} IS NOT NULL AS BIGINT)", p.merge, pa.int64(),
+                                   ("valid", a.arg)))
+            else:
+                value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type)).sql("duckdb")
+                out.append(Partial(name, value, p.merge, p.type, ("sql", None) if p.square else ("column", a.arg)))
     return out
 
 
@@ -88,6 +88,8 @@ def direct_rows(picks: tuple[tuple[str, str], ...] | None, time_col: str, partia
     sources = {S: ("start", time_col), E: ("end", time_col)}
     for p in partials or ():
         how, arg = p.source
+        if how == "sql":
+            return None
         if how == "column" and not _widens(schema.find(arg).type, p.type):
             return None
         sources[p.name] = p.source
