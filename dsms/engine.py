@@ -52,10 +52,10 @@ from .grammar import (
 from .grammar.diagnostics import did_you_mean
 from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
+from .planner.analysis.routing import RouteChoice
+from .planner.analysis.sink_target import check_sink_target
 from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
-from .planner.routing import RouteChoice
-from .planner.sink_target import check_sink_target
 from .pull import pulled_views, run_pull
 from .queries import Queries, RunningQuery, Subscription, rows_table
 from .query import QueryHandle, QueryStatus, Result
@@ -215,7 +215,7 @@ class Engine:
             self.queries.checkpoint_all(force=True)
 
     def route(self, planned: PlannedQuery) -> RouteChoice:
-        """The engine that runs ``planned`` under this session's settings, and why (planner/routing.py)."""
+        """The engine that runs ``planned`` under this session's settings, and why (planner/analysis/routing.py)."""
         return self.session.choose(planned, self.catalog.settings)
 
     def insert(self, name: str, rows, columns: list[str] | None = None) -> int:

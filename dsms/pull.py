@@ -25,9 +25,9 @@ from .grammar import Diagnostic, Query, QueryStatement, SqlError
 from .grammar.stream_syntax import EmitClause
 from .planner import Catalog, LoweringRefused, plan_query
 from .planner.catalog import MaterializedViewDef, SourceDef, ViewDef
-from .planner.logical import Aggregate
-from .planner.lower_window import STREAM_ONLY
-from .planner.physical import BATCH
+from .planner.logical.nodes import Aggregate
+from .planner.lower.window import STREAM_ONLY
+from .planner.physical.specs import BATCH
 from .planner.timeutil import node_span
 from .planner.types import Schema
 from .runtime.batch_read import ReadPlan

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from .grammar import Diagnostic, Span, SqlError
 from .grammar.diagnostics import did_you_mean
+from .planner.analysis.routing import parse_size
 from .planner.catalog import DEFAULT_SETTINGS
-from .planner.routing import parse_size
 from .planner.timeutil import parse_duration
 from .runtime.routes import backfill_names, engine_names
 

@@ -20,18 +20,18 @@ import pyarrow as pa
 
 from ..grammar import Query, QueryStatement, SqlError, parse_statement
 from ..grammar.dialect import too_deep
-from . import logical
-from .binder import bind_query
+from .analysis.state_bounds import apply_state_ttl
+from .bind.binder import bind_query
 from .catalog import Catalog
 from .ddl import declare
 from .errors import UnsupportedPlan
 from .explain import explain_logical, explain_physical
-from .lower_plan import Lowered, LoweringRefused, lower_plan
-from .lower_stream import unbounded_sources
+from .logical import nodes as logical
+from .lower.plan import Lowered, LoweringRefused, lower_plan
+from .lower.stream import unbounded_sources
 from .optimizer import optimize
-from .physical import OP, PhysicalPlan
-from .physical_plan import plan_physical
-from .state_bounds import apply_state_ttl
+from .physical.planner import plan_physical
+from .physical.specs import OP, PhysicalPlan
 from .timeutil import state_ttl
 from .types import Schema
 
@@ -87,7 +87,7 @@ class PlannedQuery:
 
         On Spark, a query over watched files is lowered for Structured
         Streaming (``streaming`` None: whenever it reads one, unless
-        ``history``: the backfill of their history, ``backfill.py``).
+        ``history``: the backfill of their history, ``analysis/backfill.py``).
 
         Raises:
             LoweringRefused: the route cannot run this query (the message says why).

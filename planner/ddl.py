@@ -12,9 +12,9 @@ from sqlglot import exp
 
 from ..grammar import CreateMaterializedView, CreateSink, CreateSource, CreateView, Diagnostic, SqlError, parse_script
 from ..grammar.diagnostics import did_you_mean
+from .bind.expressions import Scope, bind_scalar, infer_type
 from .catalog import Catalog, MaterializedViewDef, SinkDef, SourceDef, ViewDef, WatermarkSpec, resolve_path
 from .connectors import ConnectorDescriptor, OptionError, connector_names, connectors, find
-from .expressions import Scope, bind_scalar, infer_type
 from .timeutil import interval_micros, node_span
 from .types import TIMESTAMP, Field, Schema, parse_type
 

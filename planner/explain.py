@@ -2,15 +2,15 @@
 
 Each line names an operator, its changelog mode, the watermark it
 carries and, for an operator that keeps state, what bounds it
-(``state_bounds.py``); inputs are indented below it. A sub-plan used twice is printed
+(``analysis/state_bounds.py``); inputs are indented below it. A sub-plan used twice is printed
 once and referred to by its id afterwards.
 """
 
 from __future__ import annotations
 
-from . import logical as L
-from .physical import PhysicalPlan
-from .state_bounds import state_bound
+from .analysis.state_bounds import state_bound
+from .logical import nodes as L
+from .physical.specs import PhysicalPlan
 
 
 def explain_physical(plan: PhysicalPlan, header: str | None = None) -> str:

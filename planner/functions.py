@@ -172,7 +172,7 @@ _LOWERINGS = {exp.Round: _lower_round, exp.Trunc: _lower_trunc, exp.Cast: _lower
 def lower_functions(tree: exp.Expression) -> exp.Expression:
     """Rewrite, in place, the calls of a type-annotated tree whose engine rendering depends on types.
 
-    Run it on the output of ``sqlgen.typed`` (every node carries its type).
+    Run it on the output of ``lower.sqlgen.typed`` (every node carries its type).
     Returns the tree (a new root if the root itself was rewritten).
     """
     nodes = [n for n in tree.find_all(*_LOWERINGS) if type(n) in _LOWERINGS]

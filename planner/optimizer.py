@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import logical as L
+from .logical import nodes as L
 from .rules.merge_projects import merge_projects
 
 Rule = Callable[[L.Node], L.Node]

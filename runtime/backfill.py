@@ -2,7 +2,7 @@
 
 ``SET 'backfill' = 'duckdb' | 'spark'`` gives a runtime job over watched
 files a :class:`Backfill`, which does the job's first turn
-(``planner/backfill.py`` says what the statement computes):
+(``planner/analysis/backfill.py`` says what the statement computes):
 
 1. The batch route runs the history statement over the files present now
    (each read to its end, with the late-event rule of one run), writing
@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..planner.backfill import state_reach
+from ..planner.analysis.backfill import state_reach
 from ..planner.explain import explain_physical
-from ..planner.lower_plan import Lowered
+from ..planner.lower.plan import Lowered
 from .batch_read import RunStats, ScanStats
 from .connectors.base import ReaderWrapper
 from .errors import BackfillError
@@ -49,7 +49,7 @@ from .routes import Output, StartContext, backfill_executor
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.routing import RouteChoice
+    from ..planner.analysis.routing import RouteChoice
 
 
 class Backfill:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..planner.lower_plan import Lowered
-from ..planner.physical import OP
+from ..planner.lower.plan import Lowered
+from ..planner.physical.specs import OP
 from .batch_read import RunStats, ScanStats
 from .checkpoint import Checkpoint
 from .connectors.dir_sink import DirectorySink
@@ -28,7 +28,7 @@ from .routes import JobStats, Output, StartContext
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.routing import RouteChoice
+    from ..planner.analysis.routing import RouteChoice
 
 
 class BatchJob(Lifecycle):

@@ -1,6 +1,6 @@
 """Scan relations for the batch routes, read by dsms's own file readers.
 
-A batch route reads each scan of a lowered statement (``planner/lower_scan.py``)
+A batch route reads each scan of a lowered statement (``planner/lower/scan.py``)
 with the readers the runtime uses, so a value parses to the same thing, a
 bad row stops the run with the same file and line (or goes to the same
 dead-letter file under ``on_error = 'skip'``), and computed columns are
@@ -25,8 +25,8 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..planner.lower_scan import ScanSpec
-from ..planner.lower_sql import OP
+from ..planner.lower.scan import ScanSpec
+from ..planner.lower.sql import OP
 from .connectors import open_file_source
 from .connectors.base import ReadRequest, SourceError
 from .connectors.files import FileSet

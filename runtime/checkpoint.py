@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..grammar import DsmsError
-from ..planner.physical import PhysicalPlan
+from ..planner.physical.specs import PhysicalPlan
 
 _PREFIX = "ckpt-"
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from ..planner.physical import BATCH
+from ..planner.physical.specs import BATCH
 
 
 class Duck:

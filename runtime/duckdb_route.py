@@ -22,8 +22,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..planner.lower_plan import Lowered
-from ..planner.lower_sql import MAX_BEFORE, OP
+from ..planner.lower.plan import Lowered
+from ..planner.lower.sql import MAX_BEFORE, OP
 from ..planner.vocabulary import RETRACTIONS
 from .batch_job import BatchRoute
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, RunStats, ScanStats, read_scan

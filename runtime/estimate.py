@@ -1,4 +1,4 @@
-"""How big a file source is, for routing (``planner/routing.py``).
+"""How big a file source is, for routing (``planner/analysis/routing.py``).
 
 JSON and CSV count their file sizes; Parquet counts the uncompressed size
 of its row groups from the file footers (a compressed file says little

@@ -21,8 +21,8 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
-from ..planner.physical import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
-from ..planner.physical_stream import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+from ..planner.physical.specs import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
+from ..planner.physical.stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
 from .checkpoint import Checkpoint, plan_fingerprint
 from .connectors.base import SourceReader
 from .errors import EvaluationError  # noqa: F401 - (raised here; programs catch it from dsms)

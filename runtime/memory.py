@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..grammar import DsmsError
-from ..planner.physical import OP
+from ..planner.physical.specs import OP
 from ..planner.vocabulary import ChangeOp
 
 

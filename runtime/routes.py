@@ -3,8 +3,8 @@
 A *route* is a way to run a planned query: the incremental runtime, one
 DuckDB statement, Spark SQL, a Spark Structured Streaming query, or the
 runtime after a batch backfill of its history. The planner's routing
-(``planner/routing.py``) says which engine a query should take and why
-(a :class:`~dsms.planner.routing.RouteChoice`); the registry finds the
+(``planner/analysis/routing.py``) says which engine a query should take and why
+(a :class:`~dsms.planner.analysis.routing.RouteChoice`); the registry finds the
 route that serves that choice, and the route starts a :class:`Job`.
 
 Every running query is a job, whatever its route: the scheduler gives it
@@ -37,7 +37,7 @@ from .operators.base import MIN_WATERMARK
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.routing import RouteChoice
+    from ..planner.analysis.routing import RouteChoice
     from .checkpoint import Checkpoint
     from .job import JobMetrics
     from .scheduler import Scheduler

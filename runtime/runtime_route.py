@@ -1,6 +1,6 @@
 """The runtime route: a query run incrementally by the in-process runtime, batch by batch.
 
-Its job is ``job.Job``: the physical plan's operators (``planner/physical_plan.py``,
+Its job is ``job.Job``: the physical plan's operators (``planner/physical/planner.py``,
 built here, when the runtime runs the query) driven by the scheduler. It
 runs every query the runtime can plan, over any source: memory streams,
 watched and bounded files.
@@ -16,7 +16,7 @@ from .routes import Output, StartContext
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.routing import RouteChoice
+    from ..planner.analysis.routing import RouteChoice
 
 
 class RuntimeRoute:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..grammar import DsmsError
 from ..planner.catalog import SourceDef
-from ..planner.physical import OP, PhysicalPlan, SourceOp
+from ..planner.physical.specs import OP, PhysicalPlan, SourceOp
 from .clock import SystemClock
 from .connectors.base import SourceContext, SourceReader
 from .connectors.factory import open_source, read_request

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..planner.analysis.routing import RouteChoice, choose_route
 from ..planner.catalog import SinkDef
 from ..planner.explain import explain_logical
-from ..planner.routing import RouteChoice, choose_route
 from . import checkpoint as ckpt
 from .connectors.factory import open_sink
 from .connectors.memory import Select

@@ -33,7 +33,7 @@ from functools import partial
 
 import pyarrow as pa
 
-from ..planner.lower_plan import Lowered
+from ..planner.lower.plan import Lowered
 from .batch_job import BatchRoute
 from .batch_read import (
     BATCH_ROWS,

@@ -1,6 +1,6 @@
 """The continuous Spark route: a query over watched files run as a Spark Structured Streaming query.
 
-The statement is the lowering of ``planner/lower_stream.py``: its watched
+The statement is the lowering of ``planner/lower/stream.py``: its watched
 sources are streams read by ``spark_source.py`` (with ``withWatermark`` on
 their time columns), its bounded sources are read once by dsms's readers
 and cached (the static side of a stream-static join). The query runs in
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..planner.lower_plan import Lowered
+from ..planner.lower.plan import Lowered
 from .batch_job import BatchJob
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, ScanStats, merge_dead_letters
 from .checkpoint import Checkpoint
@@ -49,7 +49,7 @@ from .spark_route import BoundedScans, SparkExecutor, _naive, _translate, spark_
 
 if TYPE_CHECKING:
     from ..planner import PlannedQuery
-    from ..planner.routing import RouteChoice
+    from ..planner.analysis.routing import RouteChoice
 
 LATE = "dropped by Spark's watermark"
 

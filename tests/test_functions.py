@@ -22,9 +22,9 @@ import pytest
 from dsms.grammar import SqlError, parse_statement
 from dsms.grammar.dialect import Dsms
 from dsms.planner import Catalog, plan_query
-from dsms.planner import logical as L
 from dsms.planner.ddl import bind_create_source
-from dsms.planner.sqlgen import typed
+from dsms.planner.logical import nodes as L
+from dsms.planner.lower.sqlgen import typed
 
 INT, BIGINT, DOUBLE, STR, BOOL = pa.int32(), pa.int64(), pa.float64(), pa.string(), pa.bool_()
 TS, DATE = pa.timestamp("us"), pa.date32()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .. import logical as L
+from ..logical import nodes as L
 
 
 def merge_projects(node: L.Node) -> L.Node:

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical import OP
+from ...planner.physical.specs import OP
 from ..changelog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from .base import ReaderWrapper, ReadRequest
 from .convert import conform_table

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ...planner.physical import OP
+from ...planner.physical.specs import OP
 from .base import SinkError
 from .postgres_common import (
     arrow_to_text_input,

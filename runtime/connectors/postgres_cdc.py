@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ...planner.physical import OP
+from ...planner.physical.specs import OP
 from ..changelog import INSERT
 from .base import ReadRequest, SourceContext, SourceError
 from .convert import convert_rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ...planner.physical import DuckStateOp
+from ...planner.physical.specs import DuckStateOp
 from ..clock import SystemClock
 from ..duck import Duck
 from ..state import StateStore

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical import CalcOp
+from ...planner.physical.specs import CalcOp
 from ..duck import conform
 from .base import Env, Logic
 

@@ -9,7 +9,7 @@ Input delta -> output delta (per key, in arrival order)::
     delete of an unknown key       -> nothing
 
 The current row of every key lives in a DuckDB table of the job's
-connection (see planner/sqlgen_normalize.py for the statements).
+connection (see planner/lower/sqlgen_normalize.py for the statements).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical_joins import ChangelogNormalizeOp
-from ...planner.sqlgen_normalize import SEQ
+from ...planner.lower.sqlgen_normalize import SEQ
+from ...planner.physical.join_specs import ChangelogNormalizeOp
 from ..duck import conform
 from .base import DuckStateLogic
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical import OP
-from ...planner.physical_stream import SnapshotDiffOp
+from ...planner.physical.specs import OP
+from ...planner.physical.stream_specs import SnapshotDiffOp
 from ..changelog import DELETE, INSERT, with_op
 from ..duck import conform
 from .base import MIN_WATERMARK, CountsLate, Env, Logic

@@ -2,7 +2,7 @@
 
 Used by operators whose results change after they were first emitted
 (EMIT CHANGES, ALLOWED LATENESS, periodic firing). The planner writes
-the statements (planner/sqlgen_emit.py); this class runs them in the
+the statements (planner/lower/sqlgen_emit.py); this class runs them in the
 job's DuckDB connection and registers the table with the state store.
 
 Input -> output: ``diff(current rows of a scope, the scope)`` -> changes::
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.sqlgen_emit import EmitSql
+from ...planner.lower.sqlgen_emit import EmitSql
 from ..duck import conform, registered
 from .base import Env
 

@@ -8,7 +8,7 @@ Input delta -> output delta::
                    +I for a new key; -D when a key's rows are all retracted
 
 State lives in DuckDB tables in the job's connection (see
-planner/sqlgen_group.py); MIN, MAX and COUNT(DISTINCT) keep multisets so
+planner/lower/sqlgen_group.py); MIN, MAX and COUNT(DISTINCT) keep multisets so
 they stay exact under retraction. With ``SET 'state.ttl'`` a key not
 written for that long is forgotten (``ttl.py``): its next row is ``+I``
 of a new count.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical import GroupAggOp
+from ...planner.physical.specs import GroupAggOp
 from ..duck import conform
 from .base import DuckStateLogic, Env
 from .ttl import StateTtl

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical_joins import IntervalJoinOp
-from ...planner.sqlgen_join import ID
+from ...planner.lower.sqlgen_join import ID
+from ...planner.physical.join_specs import IntervalJoinOp
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 

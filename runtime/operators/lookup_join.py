@@ -30,7 +30,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...planner.connectors import find
-from ...planner.physical_joins import LookupJoinOp
+from ...planner.physical.join_specs import LookupJoinOp
 from ..connectors.factory import runtime_module
 from ..duck import registered
 from .base import Env

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical_stream import OverAggOp
-from ...planner.sqlgen_over import SEQ
+from ...planner.lower.sqlgen_over import SEQ
+from ...planner.physical.stream_specs import OverAggOp
 from ..duck import conform, registered
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .source import int64_values

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...planner.physical_joins import (
+from ...planner.physical.join_specs import (
     ChangelogNormalizeOp,
     IntervalJoinOp,
     LookupJoinOp,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical_joins import RegularJoinOp
+from ...planner.physical.join_specs import RegularJoinOp
 from .base import Env
 from .join_base import JoinLogic
 from .ttl import StateTtl

@@ -47,8 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical_stream import SessionOp
+from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
+from ...planner.physical.stream_specs import SessionOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
 from .emit import EmitTable

@@ -48,8 +48,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import OP, SourceOp
+from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
+from ...planner.physical.specs import OP, SourceOp
 from ...planner.vocabulary import RETRACTIONS
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform

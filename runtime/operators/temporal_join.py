@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...planner.physical_joins import TemporalJoinOp
-from ...planner.sqlgen_join import SEQ
+from ...planner.lower.sqlgen_join import SEQ
+from ...planner.physical.join_specs import TemporalJoinOp
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 

@@ -1,4 +1,4 @@
-"""Top-N and deduplication (SQL in planner/sqlgen_topn.py).
+"""Top-N and deduplication (SQL in planner/lower/sqlgen_topn.py).
 
 Input delta -> output delta, by kind::
 
@@ -25,11 +25,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import OP
-from ...planner.physical_stream import TopNOp
-from ...planner.sqlgen_topn import RANK, SEQ
-from ...planner.sqlgen_ttl import expired_table
+from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
+from ...planner.lower.sqlgen_topn import RANK, SEQ
+from ...planner.lower.sqlgen_ttl import expired_table
+from ...planner.physical.specs import OP
+from ...planner.physical.stream_specs import TopNOp
 from ..duck import conform
 from .base import MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable

@@ -1,7 +1,7 @@
 """``SET 'state.ttl'`` at run time: stamp a batch with the processing time, expire what is too old.
 
 An operator with a state time-to-live (its spec has ``ttl_us``, ``expire``
-and ``oldest``; the SQL is planner/sqlgen_ttl.py) calls :meth:`StateTtl.before_batch`
+and ``oldest``; the SQL is planner/lower/sqlgen_ttl.py) calls :meth:`StateTtl.before_batch`
 before its statements run: it sets the operator's ``now`` variable from the
 injected clock (its statements stamp what the batch touches with it) and,
 when the oldest stamp held is at least ``ttl_us`` old, runs the DELETEs that
@@ -15,7 +15,7 @@ expires too, so idle keys go even when no batch comes. Expiry emits nothing.
 
 from __future__ import annotations
 
-from ...planner.sqlgen_ttl import now_variable
+from ...planner.lower.sqlgen_ttl import now_variable
 from .base import MAX_WATERMARK
 
 

@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run costs 0.2 s)
 import pyarrow.compute as pc
 
-from ...planner.logical import WINDOW_TIME_OFFSET_US
-from ...planner.physical import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggOp
+from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
+from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .partial_merge import fold_distinct, group_merge

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical_stream import WindowEmitOp
+from ...planner.physical.stream_specs import WindowEmitOp
 from .base import MAX_WATERMARK, Env
 from .emit import EmitTable
 from .window_agg import WindowAggLogic

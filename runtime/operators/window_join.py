@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical_joins import WindowJoinOp
+from ...planner.physical.join_specs import WindowJoinOp
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 

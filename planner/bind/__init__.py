@@ -1,0 +1,1 @@
+"""Binding: sqlglot query trees and DDL-free SELECTs -> logical plans, every name resolved and typed."""

@@ -1,0 +1,414 @@
+"""Logical plan nodes: what a query computes, bound to names and types.
+
+Nodes are frozen dataclasses; each derives, when built, its output
+``schema``, its ``changelog`` mode (``append-only`` or ``updating``) and a
+description of the ``watermark`` it carries (None when it has no event
+time). Expressions inside nodes are sqlglot trees whose columns are bare,
+unqualified names of the input node's fields.
+
+Nodes compare by identity, so a DAG can share a sub-plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from math import gcd
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ..aggregate_kinds import AggregateKind
+from ..catalog import SourceDef
+from ..timeutil import format_duration
+from ..types import TIMESTAMP, Field, Schema
+
+APPEND = "append-only"
+UPDATING = "updating"
+
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+# window_time is the last instant inside the window (Flink: window_end - 1 ms).
+WINDOW_TIME_OFFSET_US = 1_000
+
+
+def show(e: exp.Expression) -> str:
+    """An expression as a user would write it (identifiers quoted only when needed)."""
+    e = e.copy()
+    for ident in e.find_all(exp.Identifier):
+        if ident.this and ident.this.replace("_", "a").isalnum() and not ident.this[0].isdigit():
+            ident.set("quoted", False)
+    return e.sql()
+
+
+def _derive(obj, **values) -> None:
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A window assignment on an event-time column.
+
+    TUMBLE: ``size``. HOP: ``slide`` and ``size``. CUMULATE: ``step`` and
+    ``size`` (the maximum). SESSION: ``gap`` and ``partition_by``. All in
+    microseconds; windows are aligned to ``offset`` from the epoch.
+    """
+
+    kind: str
+    time_col: str
+    size: int = 0
+    slide: int = 0
+    step: int = 0
+    gap: int = 0
+    offset: int = 0
+    partition_by: tuple[str, ...] = ()
+
+    @property
+    def pane(self) -> int:
+        """The width of the slices a window is assembled from."""
+        if self.kind == "HOP":
+            return gcd(self.slide, self.size)
+        if self.kind == "CUMULATE":
+            return self.step
+        return self.size
+
+    def pane_start(self, t: int) -> int:
+        p = self.pane
+        return t - (t - self.offset) % p
+
+    def windows_of_pane(self, pane_start: int) -> list[tuple[int, int]]:
+        """The windows ``[start, end)`` that contain the pane starting at ``pane_start``."""
+        if self.kind == "TUMBLE":
+            return [(pane_start, pane_start + self.size)]
+        if self.kind == "HOP":
+            last = pane_start - (pane_start - self.offset) % self.slide
+            out = []
+            start = last
+            while start > pane_start - self.size:
+                out.append((start, start + self.size))
+                start -= self.slide
+            return out[::-1]
+        if self.kind == "CUMULATE":
+            start = pane_start - (pane_start - self.offset) % self.size
+            first_end = pane_start + self.step
+            return [(start, end) for end in range(first_end, start + self.size + 1, self.step)]
+        raise ValueError(f"{self.kind} windows are not assembled from panes")
+
+    def pane_expiry(self, pane_start: int) -> int:
+        """The watermark after which no window needs this pane any more."""
+        return max(end for _, end in self.windows_of_pane(pane_start))
+
+    def describe(self) -> str:
+        args = {
+            "TUMBLE": [format_duration(self.size)],
+            "HOP": [f"slide={format_duration(self.slide)}", f"size={format_duration(self.size)}"],
+            "CUMULATE": [f"step={format_duration(self.step)}", f"size={format_duration(self.size)}"],
+            "SESSION": [f"gap={format_duration(self.gap)}"] + ([f"partition by {', '.join(self.partition_by)}"] if self.partition_by else []),
+        }[self.kind]
+        if self.offset:
+            args.append(f"offset={format_duration(self.offset)}")
+        return f"{self.kind}({self.time_col}, {', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class EmitPolicy:
+    """When a window aggregate emits (see docs/emission.md).
+
+    ``mode``: ``final`` (each window once, when the watermark passes its
+    end) or ``changes`` (early, on every micro-batch that changes a window,
+    or every ``every_us`` of processing time). ``lateness_us``: how long a
+    window stays open after it fires; late events within it emit
+    corrections. Anything but the default makes the result updating.
+    """
+
+    mode: str = "final"
+    every_us: int = 0
+    lateness_us: int = 0
+    explicit: bool = False  # the query said EMIT ... (SET 'emit' does not override it)
+
+    @property
+    def updating(self) -> bool:
+        return self.mode != "final" or self.lateness_us > 0
+
+    def describe(self) -> str:
+        parts = []
+        if self.mode == "changes":
+            parts.append("emit changes" + (f" every {format_duration(self.every_us)}" if self.every_us else ""))
+        if self.lateness_us:
+            parts.append(f"lateness {format_duration(self.lateness_us)}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate: ``kind(arg)`` over an input field, named ``name`` (kinds: planner/aggregate_kinds.py)."""
+
+    kind: AggregateKind
+    arg: str | None  # input field; None for COUNT(*)
+    distinct: bool
+    name: str
+    type: pa.DataType
+    arg_type: pa.DataType | None = None
+
+    @property
+    def func(self) -> str:
+        """The aggregate's name in lower case (``count``, ``stddev_pop``), as EXPLAIN shows it."""
+        return self.kind.name.lower()
+
+    @property
+    def keeps_values(self) -> bool:
+        """Whether its state is the set of distinct values (DISTINCT that changes the result)."""
+        return self.distinct and self.kind.takes_distinct
+
+    def partials(self, retracting: bool = False):
+        """Its partial columns (aggregate_kinds.Partial); ``retracting``: with those kept for retractions."""
+        return tuple(p for p in self.kind.partials(self.arg_type) if retracting or not p.retract_only)
+
+    def describe(self) -> str:
+        inner = "*" if self.arg is None else (("DISTINCT " if self.distinct else "") + self.arg)
+        return f"{self.kind.name}({inner}) AS {self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """Base of all logical nodes."""
+
+    @property
+    def inputs(self) -> tuple["Node", ...]:
+        return ()
+
+    def with_inputs(self, inputs: tuple["Node", ...]) -> "Node":
+        """The same node over new inputs (a node without inputs: itself)."""
+        return self
+
+    def label(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Node):
+    """A node over one ``input`` (the first field of every such node)."""
+
+    input: Node
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Node, ...]) -> Node:
+        return replace(self, input=inputs[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(Node):
+    source: SourceDef
+    lateness_us: int = 0  # a query's ALLOWED LATENESS: accept events this far behind (beyond the source's own)
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        wm = self.source.watermark
+        _derive(self, schema=self.source.schema,
+                changelog=APPEND if self.source.kind == "stream" else UPDATING,
+                watermark=f"{self.source.name}.{wm.column} - {format_duration(wm.delay_us)}" if wm else None)
+
+    def label(self) -> str:
+        return f"Scan({self.source.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Values(Node):
+    rows: tuple[tuple[exp.Expression, ...], ...]
+    schema: Schema
+    changelog: str = field(init=False, default=APPEND)
+    watermark: str | None = field(init=False, default=None)
+
+    def label(self) -> str:
+        return f"Values({len(self.rows)} rows)"
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(Unary):
+    condition: exp.Expression
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        _derive(self, schema=self.input.schema, changelog=self.input.changelog, watermark=self.input.watermark)
+
+    def label(self) -> str:
+        return f"Filter({show(self.condition)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Project(Unary):
+    """Compute named expressions. A bare column keeps its time-attribute status."""
+
+    exprs: tuple[tuple[str, exp.Expression], ...]
+    types: tuple[pa.DataType, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        fields = []
+        for (name, e), t in zip(self.exprs, self.types):
+            src = self.input.schema.find(e.name) if isinstance(e, exp.Column) else None
+            if src is not None:
+                fields.append(Field(name, src.type, src.nullable, src.rowtime, src.proctime))
+            else:
+                fields.append(Field(name, t))
+        schema = Schema(tuple(fields))
+        _derive(self, schema=schema, changelog=self.input.changelog,
+                watermark=self.input.watermark if schema.rowtime else None)
+
+    def is_identity(self) -> bool:
+        return [n for n, _ in self.exprs] == self.input.schema.names and all(
+            isinstance(e, exp.Column) and e.name == n for n, e in self.exprs)
+
+    def label(self) -> str:
+        parts = [show(e) if isinstance(e, exp.Column) and e.name == n else f"{show(e)} AS {n}" for n, e in self.exprs]
+        return f"Project({', '.join(parts)})"
+
+
+def window_fields(proctime: bool = False) -> tuple[Field, ...]:
+    """The window columns; window_time is the result's time attribute (processing time for proctime windows)."""
+    return (Field("window_start", TIMESTAMP, False), Field("window_end", TIMESTAMP, False),
+            Field("window_time", TIMESTAMP, False, rowtime=not proctime, proctime=proctime))
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTVF(Unary):
+    """Assign each row to its windows, adding window_start, window_end, window_time.
+
+    The input's time column becomes a plain timestamp; window_time is the
+    new event-time attribute (as in Flink).
+    """
+
+    window: WindowSpec
+    proctime: bool = False  # windows on a processing-time attribute
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        fields = tuple(f.plain() if f.rowtime or f.proctime else f for f in self.input.schema)
+        _derive(self, schema=Schema(fields + window_fields(self.proctime)), changelog=self.input.changelog,
+                watermark=self.input.watermark)
+
+    def label(self) -> str:
+        return f"WindowTVF({self.window.describe()})"
+
+
+@dataclass(frozen=True, eq=False)
+class WindowAggregate(Unary):
+    """Aggregate rows per window and key; emit each window when the watermark passes its end.
+
+    Output: window_start, window_end, window_time, the keys, the aggregates.
+    """
+
+    window: WindowSpec
+    keys: tuple[str, ...]
+    aggs: tuple[AggCall, ...]
+    emit: EmitPolicy = EmitPolicy()
+    # Regrouping an earlier window aggregate's rows by their windows (analysis/window_aggregate.py): the windows the
+    # rows were assigned to, and the key column holding their start (``window`` then finds each row's window
+    # by its end: a TUMBLE of the pane width over window_time).
+    attached: WindowSpec | None = None
+    attached_start: str | None = None
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        proctime = self.input.schema.find(self.window.time_col).proctime
+        _derive(self, schema=Schema(window_fields(proctime) + _group_fields(self.input, self.keys, self.aggs)),
+                changelog=UPDATING if self.emit.updating else APPEND, watermark=self.input.watermark)
+
+    def label(self) -> str:
+        keys = f", keys=[{', '.join(self.keys)}]" if self.keys else ""
+        emit = f", {self.emit.describe()}" if self.emit.describe() else ""
+        window = self.window.describe()
+        if self.attached is not None:
+            window = f"{self.attached.describe()} attached by {self.attached_start} and window_end"
+        return f"WindowAggregate({window}{keys}, aggs=[{', '.join(a.describe() for a in self.aggs)}]{emit})"
+
+
+def _group_fields(input: Node, keys: tuple[str, ...], aggs: tuple[AggCall, ...]) -> tuple[Field, ...]:
+    """An aggregate's key columns (no longer time attributes), then its aggregates."""
+    return tuple(input.schema.find(k).plain() for k in keys) + tuple(Field(a.name, a.type) for a in aggs)
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(Unary):
+    """A group aggregate with no window: an updating result, one row per key."""
+
+    keys: tuple[str, ...]
+    aggs: tuple[AggCall, ...]
+    ttl: int = 0  # a key not written for this long is forgotten (SET 'state.ttl'); 0: never
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        # Distinct keys of an append-only input only ever appear: nothing is retracted.
+        changelog = APPEND if not self.aggs and self.input.changelog == APPEND else UPDATING
+        _derive(self, schema=Schema(_group_fields(self.input, self.keys, self.aggs)), changelog=changelog,
+                watermark=None)
+
+    def label(self) -> str:
+        keys = f"keys=[{', '.join(self.keys)}], " if self.keys else ""
+        return f"Aggregate({keys}aggs=[{', '.join(a.describe() for a in self.aggs)}])"
+
+
+@dataclass(frozen=True, eq=False)
+class Union(Node):
+    """UNION ALL of inputs with the same column types; the watermark is their minimum."""
+
+    all_inputs: tuple[Node, ...]
+    schema: Schema = field(init=False)
+    changelog: str = field(init=False)
+    watermark: str | None = field(init=False)
+
+    def __post_init__(self):
+        first = self.all_inputs[0].schema
+        rowtime = [all(n.schema.fields[i].rowtime for n in self.all_inputs) for i in range(len(first))]
+        fields = tuple(Field(f.name, f.type, any(n.schema.fields[i].nullable for n in self.all_inputs), rowtime[i])
+                       for i, f in enumerate(first))
+        marks = [n.watermark for n in self.all_inputs]
+        if any(rowtime) and all(marks):
+            unique = list(dict.fromkeys(marks))
+            watermark = unique[0] if len(unique) == 1 else f"min({', '.join(unique)})"
+        else:
+            watermark = None
+        changelog = UPDATING if any(n.changelog == UPDATING for n in self.all_inputs) else APPEND
+        _derive(self, schema=Schema(fields), changelog=changelog, watermark=watermark)
+
+    @property
+    def inputs(self):
+        return self.all_inputs
+
+    def with_inputs(self, inputs: tuple[Node, ...]) -> Node:
+        return Union(tuple(inputs))
+
+    def label(self) -> str:
+        return "Union(ALL)"
+
+
+def walk(node: Node):
+    """Every node of the DAG once, inputs before the nodes that use them."""
+    seen: set[int] = set()
+    order: list[Node] = []
+
+    def visit(n: Node):
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        for i in n.inputs:
+            visit(i)
+        order.append(n)
+
+    visit(node)
+    return order

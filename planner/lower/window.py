@@ -1,0 +1,173 @@
+"""Lowering windows and aggregates: window TVFs, window aggregates, sessions, group aggregates.
+
+Windows are assigned with the runtime's integer arithmetic on epoch
+microseconds (``lower.sqlgen.floor_to``): a TUMBLE start is the event time
+floored to the size; a HOP or CUMULATE row is repeated once per window
+with ``explode(sequence(...))`` (DuckDB: ``unnest(generate_series(...))``)::
+
+    HOP(slide 10 s, size 30 s), t = 47 s    starts 20, 30, 40  (last = floor(t, 10), first = last - 20)
+    CUMULATE(step 10 s, size 30 s), t = 47 s start 30, ends 50, 60
+
+Sessions are gaps and islands per partition, in event-time order: a row
+starts a session when its time is more than the gap after every earlier
+row (sessions that touch merge, as in the runtime), the running count of
+starts numbers the sessions, and a session spans its first time to its
+last time plus the gap::
+
+    gap 10, times   1   3   14  40      max before + gap    -  11  13  24
+    starts          1   0   0   1       (14 <= 13 + 10: the same session)
+    sessions        [1, 24)     [40, 50)
+
+A window's result is one row per window and key (``window_time`` is the
+end minus 1 ms); the emission policy (EMIT CHANGES, ALLOWED LATENESS)
+changes when the runtime emits, not the final rows. Aggregates have
+Flink's types: SUM of integers is BIGINT, AVG of integers is an integer
+truncated toward zero.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..aggregate_kinds import FOLD
+from ..logical import nodes as L
+from .sql import (
+    ORDER,
+    add,
+    alias,
+    and_,
+    asc,
+    c,
+    floor_us,
+    micros,
+    minus,
+    open_window,
+    rows_frame,
+    sub,
+    timestamp,
+    window,
+)
+from .sqlgen import lit
+from .stream import W as STRUCT
+from .stream import stream_window_bounds, stream_window_rows
+
+WS, WE, T = "__ws", "__we", "__t"
+
+
+def assign_windows(lw, w: L.WindowSpec, src) -> exp.Select:
+    """The rows of ``src`` with ``__ws`` and ``__we`` (window bounds in microseconds), one row per window."""
+    items = src.cols(order=True)
+    t = micros(c(w.time_col))
+    if w.kind == "TUMBLE":
+        start = floor_us(t, w.size, w.offset)
+        return exp.select(*items, alias(start, WS), alias(add(start.copy(), w.size), WE)).from_(lw.use(src))
+    if w.kind == "HOP":
+        last = floor_us(t, w.slide, w.offset)
+        series = exp.GenerateSeries(start=minus(last, w.size - w.slide), end=last.copy(), step=lit(w.slide))
+        inner = exp.select(*items, alias(exp.Explode(this=series), WS)).from_(lw.use(src))
+        outer = [c(n) for n in list(src.columns) + (list(ORDER) if src.ordered else [])]
+        return exp.select(*outer, c(WS), alias(add(c(WS), w.size), WE)).from_(sub(inner, "h"))
+    if w.kind == "CUMULATE":
+        start = floor_us(t, w.size, w.offset)
+        series = exp.GenerateSeries(start=add(floor_us(t, w.step, w.offset), w.step), end=add(start.copy(), w.size),
+                                    step=lit(w.step))
+        return exp.select(*items, alias(start, WS), alias(exp.Explode(this=series), WE)).from_(lw.use(src))
+    return sessions(lw, w, src)
+
+
+def sessions(lw, w: L.WindowSpec, src) -> exp.Select:
+    """Gaps and islands (see the module docstring): the rows with their session's ``__ws`` and ``__we``."""
+    part = [c(p) for p in w.partition_by]
+    names = list(src.columns) + (list(ORDER) if src.ordered else [])
+    before = window(exp.Max(this=c(T)), part, [asc(c(T))], rows_frame(None, "1 PRECEDING"))
+    starts = exp.Case(ifs=[exp.If(this=exp.LTE(this=c(T), expression=add(before, w.gap)), true=lit(0))],
+                      default=lit(1))
+    timed = exp.select(*[c(n) for n in names], alias(micros(c(w.time_col)), T)).from_(lw.use(src))
+    flagged = exp.select("*", alias(starts, "__new")).from_(sub(timed, "e"))
+    # Among rows with the same time the one that starts a session comes first.
+    numbered = exp.select("*", alias(window(exp.Sum(this=c("__new")), part, [asc(c(T)), exp.Ordered(
+        this=c("__new"), desc=True)], rows_frame(None)), "__sid")).from_(sub(flagged, "f"))
+    span = part + [c("__sid")]
+    bounds = [alias(window(exp.Min(this=c(T)), span), WS), alias(add(window(exp.Max(this=c(T)), span), w.gap), WE)]
+    return exp.select(*[c(n) for n in names], c("__sid"), *bounds).from_(sub(numbered, "i"))
+
+
+def window_columns(start: exp.Expression | None = None, end: exp.Expression | None = None) -> list[exp.Expression]:
+    """window_start, window_end and window_time from a window's bounds in microseconds (``__ws``, ``__we``)."""
+    start, end = start or c(WS), end or c(WE)
+    return [alias(timestamp(start), "window_start"), alias(timestamp(end), "window_end"),
+            alias(timestamp(minus(end.copy(), L.WINDOW_TIME_OFFSET_US)), "window_time")]
+
+
+def lower_window_tvf(lw, node: L.WindowTVF):
+    src = lw.rel(node.input)
+    assigned = lw.add(assign_windows(lw, node.window, src),
+                      list(src.columns) + [WS, WE], src.ordered)
+    items = [c(n) for n in src.columns] + window_columns() + ([c(n) for n in ORDER] if src.ordered else [])
+    return lw.add(exp.select(*items).from_(lw.use(assigned)), node.schema.names, src.ordered)
+
+
+def lower_window_aggregate(lw, node: L.WindowAggregate):
+    src = lw.rel(node.input)
+    w = node.window
+    if lw.streaming(node):
+        return _stream_window_aggregate(lw, node, src)
+    assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
+    group = [c(WS), c(WE)] + ([c("__sid")] if w.kind == "SESSION" else []) + [c(k) for k in node.keys]
+    items = window_columns() + [c(k) for k in node.keys] + \
+        [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
+    if src.ordered and w.kind != "SESSION":  # each row counts in the windows still open when it arrived
+        query = query.where(open_window(c(WE)))
+    if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
+        # fired by then: the watermark reached the window's last millisecond (as WindowAggLogic fires)
+        seam = exp.LTE(this=minus(c(WE), L.WINDOW_TIME_OFFSET_US), expression=lw.watermark_at_seam(node.input))
+        query = query.where(and_(query.args["where"].this, seam) if query.args.get("where") else seam)
+    return lw.add(query, node.schema.names)
+
+
+def _stream_window_aggregate(lw, node: L.WindowAggregate, src):
+    """Over a stream: grouped by Spark's window struct, which carries the watermark (``lower/stream.py``)."""
+    w = node.window
+    rows = lw.add(stream_window_rows(lw, w, src), list(src.columns) + [STRUCT] + (["__we"] if w.kind == "CUMULATE"
+                                                                                   else []))
+    start, end, group = stream_window_bounds(w)
+    items = window_columns(start, end) + [c(k) for k in node.keys] + \
+        [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(rows)).group_by(*group, *[c(k) for k in node.keys])
+    return lw.add(query, node.schema.names)
+
+
+# Marks a condition that only gives the lowered SQL the runtime's streaming answer.
+STREAM_ONLY = "stream_only"
+
+
+def lower_aggregate(lw, node: L.Aggregate):
+    src = lw.rel(node.input)
+    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(src))
+    if node.keys:
+        query = query.group_by(*[c(k) for k in node.keys])
+    else:  # no input rows, no row (as the runtime: a global aggregate appears with its first row)
+        first_row = exp.GT(this=exp.Count(this=exp.Star()), expression=lit(0))
+        first_row.meta[STREAM_ONLY] = True  # a pull query, answering as batch SQL, drops it (dsms/pull.py)
+        query = query.having(first_row)
+    return lw.add(query, node.schema.names)
+
+
+def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.Expression:
+    """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it)."""
+
+    def agg(func: exp.Expression) -> exp.Expression:
+        if over is None:
+            return func
+        w = over.copy()
+        w.set("this", func)
+        return w
+
+    if a.arg is None:  # COUNT(*)
+        return agg(exp.Count(this=exp.Star()))
+    value = a.kind.over_values(c(a.arg), a.arg_type, a.type, a.distinct)
+    if over is None:
+        return value
+    return value.transform(lambda n: agg(n) if n.meta.get(FOLD) else n)

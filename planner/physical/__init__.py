@@ -1,0 +1,1 @@
+"""Physical planning for the in-process runtime: operator specs and the planner that builds them."""

@@ -1,0 +1,105 @@
+"""Physical specs of the operators that keep rows of their inputs: joins and ChangelogNormalize.
+
+Each holds DuckDB statements made by the planner (``lower/sqlgen_join.py``,
+``lower/sqlgen_normalize.py``) that the runtime runs over a batch registered as
+``__input`` and the operator's state tables; ``$1`` in a statement is the
+watermark the runtime passes. State tables are named after the operator id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .specs import DuckStateOp
+
+
+@dataclass(frozen=True)
+class ChangelogNormalizeOp(DuckStateOp):
+    """Turn a table's changes by key (upserts, deletes) into a valid changelog; keeps each key's row."""
+
+    keys: tuple[str, ...] = ()
+    per_batch: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JoinOp(DuckStateOp):
+    """What every join operator has: its kind, and its state tables (``DuckStateOp``)."""
+
+    kind: str = "inner"  # inner | left | right | full
+
+
+@dataclass(frozen=True)
+class IntervalJoinOp(JoinOp):
+    """Two append-only streams, rows matched when ``lower <= r.ts - l.ts <= upper`` (microseconds).
+
+    Rows are kept until the watermark passes the last time a partner could
+    have; an outer side's unmatched rows are emitted then, padded with NULLs.
+    """
+
+    lower: int = 0
+    upper: int = 0
+    delay: int = 0  # the output watermark lags the input's by this much
+    lateness: int = 0  # allowed lateness of the sources below: state is kept that much longer
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
+    expire: tuple[tuple[str, str], tuple[str, str]] = (("", ""), ("", ""))  # per side, $1 = watermark:
+    # (the padded rows of an outer side that no partner can reach any more, or ""; the delete)
+    min_time: tuple[str, str] = ("", "")  # per side, the smallest time at which a stored row expires
+    time_columns: tuple[str, str] = ("", "")
+    ids: tuple[bool, bool] = (False, False)  # whether each port's batches get a row id column (outer sides)
+
+
+@dataclass(frozen=True)
+class WindowJoinOp(JoinOp):
+    """Two windowed inputs joined per window when the watermark passes its end."""
+
+    lateness: int = 0
+    on_batch: tuple[str, str] = ("", "")  # per port: store the rows
+    fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
+    min_end: str = ""  # the smallest window end held
+    end_columns: tuple[str, str] = ("", "")
+
+
+@dataclass(frozen=True)
+class TemporalJoinOp(JoinOp):
+    """Each left row with the version of the right row valid at its time, emitted when the watermark passes it."""
+
+    lateness: int = 0
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
+    prune: tuple[str, ...] = ()  # with $1 = watermark
+    min_time: str = ""  # the earliest buffered left row
+    time_column: str = ""  # the left rows' time column
+
+
+@dataclass(frozen=True)
+class ExternalLookup:
+    """A lookup table in another system (``connector = 'jdbc'``): its rows are fetched by key, per batch of
+    events, into the join's table (the cache) instead of arriving as a changelog input."""
+
+    options: tuple[tuple[str, str], ...]  # the table's WITH (...) options
+    columns: tuple[tuple[str, object], ...]  # (name, Arrow type) of the table columns the join reads
+    keys: tuple[str, ...]  # the table's columns that the join's equalities name
+    key_sql: str  # the batch's distinct key values, named as ``keys`` (DuckDB, over ``__input``)
+    misses: str  # the table of keys looked up and not found (cached too, as Flink does)
+    max_rows: int | None  # lookup.cache.max-rows (None: no cache, every batch asks the database)
+    ttl_us: int | None  # lookup.cache.ttl
+
+
+@dataclass(frozen=True)
+class LookupJoinOp(JoinOp):
+    """Each event of the stream side with the current rows of the table side (processing time)."""
+
+    stream_port: int = 0
+    lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
+    update: tuple[str, ...] = ()  # the table's changes
+    external: ExternalLookup | None = None  # set: one input (the stream); rows fetched by key
+
+
+@dataclass(frozen=True)
+class RegularJoinOp(JoinOp):
+    """A join of two relations that keeps all their current rows: an updating result."""
+
+    on_batch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # per port; the last returns output
+    ttl_us: int = 0  # SET 'state.ttl': join keys not touched for this long are dropped (lower/sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # drop the keys last touched at or before now - ttl_us
+    oldest: str = ""  # the oldest last-touched time held

@@ -1,0 +1,158 @@
+"""Physical planning of joins and of keyed-table sources (a part of ``physical.planner._Planner``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ...grammar import DsmsError
+from ..bind.expressions import col
+from ..logical import nodes as L
+from ..logical.join import Join
+from ..lower.sqlgen_join import (
+    JoinSql,
+    external_lookup_sql,
+    interval_join_sql,
+    lookup_join_sql,
+    regular_join_sql,
+    temporal_join_sql,
+    window_join_sql,
+)
+from ..lower.sqlgen_normalize import normalize_sql
+from ..timeutil import parse_duration
+from .join_specs import (
+    ChangelogNormalizeOp,
+    ExternalLookup,
+    IntervalJoinOp,
+    LookupJoinOp,
+    RegularJoinOp,
+    TemporalJoinOp,
+    WindowJoinOp,
+)
+from .specs import OP
+
+
+class JoinPlanning:
+    """Methods of the physical planner for joins; mixed into ``physical.planner._Planner``."""
+
+    def pruned(self, node: L.Node, needed: set[str]) -> L.Node:
+        """``node`` narrowed to the columns a join needs (see ``_pruned``), made once per node and need.
+
+        The planner caches operators by node identity, so a node made here is kept alive with the
+        planner: a discarded one's id could be reused by the next, which would then find its operator.
+        """
+        if not hasattr(self, "_pruned_nodes"):
+            self._pruned_nodes: dict[tuple[int, frozenset], tuple[L.Node, L.Node]] = {}
+        key = (id(node), frozenset(needed))
+        if key not in self._pruned_nodes:
+            self._pruned_nodes[key] = (node, _pruned(node, needed))  # the original is kept alive too
+        return self._pruned_nodes[key][1]
+
+    @property
+    def raw_sources(self) -> dict[int, int]:
+        """Sources of versioned tables read by temporal joins without normalization, by Scan node."""
+        if not hasattr(self, "_raw_sources"):
+            self._raw_sources: dict[int, int] = {}
+        return self._raw_sources
+
+    def normalize(self, node: L.Scan, source_id: int) -> int:
+        """ChangelogNormalize over a keyed table's source: changes by key -> a valid changelog."""
+        src = self.ops[source_id]
+        columns = [(f.name, f.type) for f in src.schema if f.name != OP]
+        sql = normalize_sql(len(self.ops), columns, node.source.primary_key)
+        label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}])"
+        return self.add(ChangelogNormalizeOp, node, (source_id,), label, schema=src.schema,
+                        state="the current row per key (bounded by the table's keys)",
+                        keys=node.source.primary_key, setup=sql.setup, per_batch=sql.per_batch,
+                        state_tables=(sql.state_table,))
+
+    def external_lookup(self, node: Join, inputs: list[L.Node]) -> int:
+        """A lookup join with a table fetched by key from another system: one input, the stream."""
+        s = 0 if node.stream_side == "left" else 1
+        table = inputs[1 - s]
+        if not all(isinstance(b if s == 0 else a, exp.Column) for a, b in node.equi) or not node.equi:
+            raise DsmsError(f"a lookup join on lookup table '{table.source.name}' needs equalities between "
+                                  "its columns and the stream's (ON s.k = t.k), to fetch rows by key")
+        stream = self.op_for(inputs[s])
+        table_schema = pa.schema([pa.field(f.name, f.type) for f in table.schema])
+        schemas = (_without_op(self.ops[stream].schema), table_schema)[:: 1 if s == 0 else -1]
+        j = JoinSql(node, len(self.ops), schemas)
+        sql = external_lookup_sql(j)
+        options = table.source.options
+        external = ExternalLookup(
+            options=tuple(sorted(options.items())), columns=tuple((f.name, f.type) for f in table_schema),
+            keys=sql["keys"], key_sql=sql["key_sql"], misses=sql["misses"],
+            max_rows=int(options["lookup.cache.max-rows"]) if options.get("lookup.cache.max-rows") else None,
+            ttl_us=parse_duration(options["lookup.cache.ttl"]) if options.get("lookup.cache.ttl") else None)
+        label = node.label() + f" (fetched by key from {table.source.connector} table '{table.source.name}'"
+        label += f", cache {external.max_rows} rows)" if external.max_rows else ", no cache)"
+        bound = (f"at most {external.max_rows} cached rows" if external.max_rows
+                 else "none (every batch's keys are fetched)")
+        return self.add(LookupJoinOp, node, (stream,), label, kind=node.kind, schema=j.output_schema(), state=bound,
+                        setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
+                        external=external)
+
+    def plan_Join(self, node: Join) -> int:
+        if node.strategy == "temporal":
+            # The versioned table's changes by key, as read: each is a version (deletes end one at their time).
+            left = self.op_for(node.left)
+            if id(node.right) not in self.raw_sources:
+                self.raw_sources[id(node.right)] = self.source(node.right)
+            right = self.raw_sources[id(node.right)]
+        else:
+            needs = node.child_needs(self.required.get(id(node), set(node.schema.names)))
+            inputs = [self.pruned(i, n) for i, n in zip(node.inputs, needs)]
+            if node.strategy == "lookup" and lookup_table(inputs[1 if node.stream_side == "left" else 0]):
+                return self.external_lookup(node, inputs)
+            left, right = (self.op_for(i) for i in inputs)
+        schemas = tuple(_without_op(self.ops[i].schema) for i in (left, right))
+        j = JoinSql(node, len(self.ops), schemas)
+        common = dict(kind=node.kind, schema=j.output_schema())
+        label = node.label()
+        if node.strategy == "interval":
+            sql = interval_join_sql(j)
+            b = node.bounds
+            return self.add(IntervalJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+                            state_tables=sql["state_tables"], lower=b.lower, upper=b.upper,
+                            delay=b.delay + node.lateness, lateness=node.lateness, on_batch=sql["on_batch"],
+                            expire=sql["expire"], min_time=sql["min_time"], time_columns=sql["times"],
+                            ids=j.preserved)
+        if node.strategy == "window":
+            sql = window_join_sql(j)
+            return self.add(WindowJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+                            state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
+                            fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"])
+        if node.strategy == "temporal":
+            sql = temporal_join_sql(j, node.right.source.primary_key)
+            return self.add(TemporalJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+                            state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
+                            fire=sql["fire"], prune=sql["prune"], min_time=sql["min_time"],
+                            time_column=sql["time"])
+        if node.strategy == "lookup":
+            sql = lookup_join_sql(j)
+            return self.add(LookupJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+                            state_tables=sql["state_tables"], stream_port=0 if node.stream_side == "left" else 1,
+                            lookup=sql["lookup"], update=sql["update"])
+        updating = (node.left.changelog == L.UPDATING, node.right.changelog == L.UPDATING)
+        sql = regular_join_sql(j, updating, node.ttl)
+        return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+                        state_tables=sql["state_tables"], on_batch=sql["on_batch"], ttl_us=node.ttl,
+                        expire=sql["expire"], oldest=sql["oldest"])
+
+
+def _pruned(node: L.Node, needed: set[str]) -> L.Node:
+    """``node`` with only the columns a join needs, when it is a per-batch node that passes every input
+    column through (sources read only what the plan uses, so the rest would be missing)."""
+    if not isinstance(node, (L.Filter, L.WindowTVF)) or set(node.schema.names) <= needed:
+        return node
+    kept = [f for f in node.schema if f.name in needed or f.rowtime]  # the event time stays, for EXPLAIN
+    return L.Project(node, tuple((f.name, col(f.name)) for f in kept), tuple(f.type for f in kept))
+
+
+def _without_op(schema: pa.Schema) -> pa.Schema:
+    return schema.remove(schema.get_field_index(OP)) if OP in schema.names else schema
+
+
+def lookup_table(node: L.Node) -> bool:
+    """Whether ``node`` is a table read only by key lookups (a lookup connector that is not a source: jdbc)."""
+    return isinstance(node, L.Scan) and node.source.descriptor.lookup and not node.source.descriptor.source

@@ -1,0 +1,508 @@
+"""Physical planning: an optimized logical plan -> the runtime's operator DAG.
+
+Runs of per-batch nodes (Filter, Project, WindowTVF) are fused into one
+SQL statement per batch: into a CalcOp, or into the partial aggregation of
+the WindowAggOp above them. Sources read only the columns the plan uses.
+
+Example:
+    >>> plan = plan_physical(logical_plan)      # doctest: +SKIP
+    >>> [type(op).__name__ for op in plan.ops]  # doctest: +SKIP
+    ['SourceOp', 'WindowAggOp', 'CalcOp']
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ..analysis.state_bounds import state_bound
+from ..bind.emit import source_lateness_us
+from ..bind.expressions import col
+from ..errors import UnsupportedPlan
+from ..logical import nodes as L
+from ..logical.cql import SnapshotDiff, StreamOf
+from ..logical.join import Join
+from ..logical.late import LateScan
+from ..logical.over import OverAggregate
+from ..logical.rank import TopN
+from ..lower import sqlgen as S
+from ..lower.sqlgen_emit import emit_sql
+from ..lower.sqlgen_group import group_agg_sql
+from ..timeutil import parse_duration
+from ..types import Schema
+from ..vocabulary import ADDITIONS, RETRACTIONS
+from .plan_joins import JoinPlanning
+from .plan_window import (
+    is_proctime_call,
+    over_fields,
+    partial_agg,
+    partial_items,
+    session_fields,
+    time_kinds,
+    topn_fields,
+)
+from .specs import (
+    OP,
+    PANE,
+    ROWS_COLUMN,
+    CalcOp,
+    GroupAggOp,
+    OpSpec,
+    PhysicalPlan,
+    SourceOp,
+    UnionOp,
+    ValuesOp,
+    WindowAggOp,
+)
+from .stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+
+_PER_BATCH = (L.Filter, L.Project, L.WindowTVF)
+
+
+def plan_physical(root: L.Node) -> PhysicalPlan:
+    return _Planner(root).build()
+
+
+class _Planner(JoinPlanning):
+    def __init__(self, root: L.Node):
+        self.root = root
+        self.ops: list[OpSpec] = []
+        self.done: dict[int, int] = {}
+        self.consumers: dict[int, int] = {}
+        for n in L.walk(root):
+            for i in n.inputs:
+                self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
+        self.required = required_columns(root)
+        self.timed_scans = scans_under_event_time(root)
+        self.window_judged = scans_judged_per_window(root)
+        times = time_kinds(root)
+        if len(times) > 1:  # one watermark drives a job
+            raise _unsupported("a query that uses both processing time and event time",
+                               "use one kind of time attribute for its windows")
+        self.processing_time = times == {"processing"}
+
+    def build(self) -> PhysicalPlan:
+        out = self.op_for(self.root)
+        return PhysicalPlan(tuple(self.ops), out)
+
+    def add(self, cls, node: L.Node, inputs: tuple[int, ...], label: str, schema: pa.Schema | None = None, **kw) -> int:
+        schema = schema if schema is not None else node.schema.to_arrow()
+        if node.changelog == L.UPDATING and OP not in schema.names:
+            schema = schema.append(pa.field(OP, pa.int8()))  # updating streams carry their row kind
+        kw.setdefault("state", state_bound(node))
+        op = cls(id=len(self.ops), inputs=inputs, schema=schema,
+                 changelog=node.changelog, watermark=node.watermark, label=label, **kw)
+        self.ops.append(op)
+        return op.id
+
+    def chain_below(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
+        """The per-batch nodes under ``node`` (bottom first) that can fuse into it, and their base."""
+        chain: list[L.Node] = []
+        cur = node
+        while isinstance(cur, _PER_BATCH) and (cur is node or self.consumers.get(id(cur), 0) <= 1) \
+                and id(cur) not in self.done and not _is_session(cur):
+            chain.append(cur)
+            cur = cur.inputs[0]
+        return chain[::-1], cur
+
+    def op_for(self, node: L.Node) -> int:
+        """The operator computing ``node`` (planned once, however many consumers it has)."""
+        if id(node) in self.done:
+            return self.done[id(node)]
+        planner = getattr(self, f"plan_{type(node).__name__}", None)
+        if planner is None:
+            raise _unsupported(type(node).__name__, "")
+        op_id = planner(node)
+        self.done[id(node)] = op_id
+        return op_id
+
+    # One method per logical node type: plan_<NodeType>(node) -> operator id.
+
+    def plan_per_batch(self, node: L.Node) -> int:
+        chain, base = self.chain_below(node)
+        base_id = self.op_for(base)
+        sql = S.render(S.chain_sql(chain))
+        label = " -> ".join(n.label() for n in chain)
+        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
+
+    plan_Filter = plan_Project = plan_per_batch
+
+    def plan_WindowTVF(self, node: L.WindowTVF) -> int:
+        if _is_session(node):
+            return self.session(node)
+        return self.plan_per_batch(node)
+
+    def plan_Scan(self, node: L.Scan) -> int:
+        if not node.source.descriptor.source:  # a lookup connector (jdbc): rows are fetched by key
+            raise UnsupportedPlan(f"{node.source.connector} table '{node.source.name}' is read by key in lookup "
+                                  f"joins only: JOIN {node.source.name} FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k "
+                                  "(to follow a PostgreSQL table's rows, declare it with connector = 'postgres-cdc')")
+        if node.source.kind == "table":
+            return self.normalize(node, self.source(node))  # changes by key -> a changelog
+        return self.source(node)
+
+    def plan_Values(self, node: L.Values) -> int:
+        return self.values(node)
+
+    def plan_WindowAggregate(self, node: L.WindowAggregate) -> int:
+        return self.window_aggregate(node)
+
+    def plan_Aggregate(self, node: L.Aggregate) -> int:
+        return self.group_aggregate(node)
+
+    def plan_OverAggregate(self, node) -> int:
+        chain, base = self.fused_input(node)
+        fields = over_fields(node, self.required.get(id(node), set(node.schema.names)))
+        return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
+
+    def plan_TopN(self, node) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)  # first: the operator's id (which names its tables) is the next one
+        input_sql = S.render(S.chain_sql(chain)) if chain else None
+        fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), input_sql)
+        return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+    def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
+        chain, base = self.fused_input(node)
+        base_id = self.op_for(base)
+        return self.add(SnapshotDiffOp, node, (base_id,), _fused_label(node, chain), instant=node.instant,
+                        slide_us=node.slide_us, kind=node.kind, columns=tuple(node.schema.names),
+                        input_sql=S.render(S.chain_sql(chain)) if chain else None)
+
+    def plan_StreamOf(self, node: StreamOf) -> int:
+        ops = ADDITIONS if node.kind == "insert" else RETRACTIONS
+        sql = exp.select(*[col(f.name) for f in node.schema]).from_(S.batch_table()).where(
+            exp.column(OP, quoted=True).isin(*[exp.Literal.number(int(o)) for o in ops]))
+        return self.add(CalcOp, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
+
+    def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
+        """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
+        chain, base = self.chain_below(node.input)
+        return chain, (base if chain else node.input)
+
+    def plan_Union(self, node: L.Union) -> int:
+        inputs = tuple(self.op_for(i) for i in node.inputs)
+        needed = self.required.get(id(node), set(node.schema.names))
+        keep = [i for i, f in enumerate(node.schema) if f.name in needed]
+        schema = pa.schema([node.schema.to_arrow().field(i) for i in keep])
+        columns = tuple(tuple(n.schema.fields[i].name for i in keep) for n in node.inputs)
+        return self.add(UnionOp, node, inputs, node.label(), schema=schema, input_columns=columns)
+
+    def plan_LateScan(self, node: LateScan) -> int:
+        return self.source(node)
+
+    def source(self, node: L.Scan | LateScan) -> int:
+        src = node.source
+        late_only = isinstance(node, LateScan)
+        columns, computed, proctime = source_columns(src, self.required.get(id(node), set(node.schema.names)))
+        wm = src.watermark
+        fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
+        schema = Schema(tuple(fields))
+        if proctime is not None:
+            fields = [f for f in node.schema if f.name in columns or f.name == proctime
+                      or any(f.name == n for n, _ in computed)]
+            schema = Schema(tuple(fields))
+        computed_sql = computed_columns_sql(src, columns, computed, proctime)
+        if late_only and wm is None:
+            raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
+        lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
+        idle = src.options.get("idle_timeout")
+        kind = "Late" if late_only else "Source"
+        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
+            (", changes by key" if src.kind == "table" else "") + ")"
+        return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
+                        computed_sql=computed_sql, time_column=wm.column if wm else None,
+                        delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
+                        clock_watermark=self.processing_time and not late_only,
+                        idle_timeout_us=parse_duration(idle) if idle else 0, late_only=late_only,
+                        drop_late=late_only or (id(node) in self.timed_scans and id(node) not in self.window_judged),
+                        per_window=not late_only and id(node) in self.window_judged,
+                        window_grids=window_grids(self.root) if id(node) in self.window_judged else ())
+
+    def values(self, node: L.Values) -> int:
+        if not node.schema.fields:
+            sql = exp.select(exp.alias_(exp.Literal.number(1), "__unit", quoted=True))
+            schema = pa.schema([pa.field("__unit", pa.int32())])
+            return self.add(ValuesOp, node, (), node.label(), schema=schema, sql=S.render(sql))
+        rows = [exp.Tuple(expressions=[S.cast(S.typed(v, Schema(())), f.type) for v, f in zip(r, node.schema)])
+                for r in node.rows]
+        alias = exp.TableAlias(this=exp.Identifier(this="v", quoted=True),
+                               columns=[exp.Identifier(this=f.name, quoted=True) for f in node.schema])
+        sql = exp.select(exp.Star()).from_(exp.Values(expressions=rows, alias=alias))
+        return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
+
+    def group_aggregate(self, node: L.Aggregate) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        updating = node.input.changelog == L.UPDATING
+        sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
+                            S.render(S.chain_sql(chain)), node.ttl)
+        return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
+                        per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
+                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest)
+
+    def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        needed = self.required.get(id(node), set(node.schema.names))
+        picks = S.column_picks(chain) if chain else tuple((n, n) for n in node.input.schema.names)
+        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed, picks)
+        schema = None
+        if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
+            kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)
+            schema = pa.schema([f for f in node.schema.to_arrow() if f.name in kept])
+        return self.add(SessionOp, node, (base_id,), _fused_label(node, chain), schema=schema, **fields)
+
+    def window_aggregate(self, node: L.WindowAggregate) -> int:
+        if node.input.changelog == L.UPDATING:
+            raise _unsupported("a window aggregate over an updating input",
+                               "window aggregates need an append-only input (a stream)")
+        if node.window.kind == "SESSION":
+            return self.session(node)
+        chain, base = self.chain_below(node.input)
+        if not chain:
+            base = node.input
+        base_id = self.op_for(base)
+        inner = S.chain_sql(chain)
+        w = node.window
+        pane = exp.alias_(S.floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
+        keys = [col(k) for k in node.keys]
+        distinct = sorted({a.arg for a in node.aggs if a.keeps_values})
+        items: list[exp.Expression] = [pane, *keys, *[col(d) for d in distinct if d not in node.keys]]
+        aggs = tuple(partial_agg(i, a) for i, a in enumerate(node.aggs))
+        for i, a in enumerate(node.aggs):
+            items += partial_items(i, a)
+        group = exp.Group(expressions=[exp.Literal.number(i + 1) for i in range(1 + len(keys) + len(
+            [d for d in distinct if d not in node.keys]))])
+        # how many events each partial row holds: late ones are counted
+        items.append(exp.alias_(exp.Count(this=exp.Star()), ROWS_COLUMN, quoted=True))
+        partial = exp.select(*items).from_(S.subquery(inner))
+        partial.set("group", group)
+        fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
+                      distinct_columns=tuple(d for d in distinct if d not in node.keys),
+                      processing_time=self.processing_time)
+        if node.emit.updating:
+            identity = ("window_start", "window_end", *node.keys)
+            sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))
+            return self.add(WindowEmitOp, node, (base_id,), _fused_label(node, chain), emit=node.emit,
+                            emit_sql=sql, **fields)
+        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
+
+
+def source_columns(src, needed: set[str]) -> tuple[tuple[str, ...], list, str | None]:
+    """What a scan of ``src`` reads so that the columns ``needed`` above it can be computed.
+
+    Returns the physical columns to read (the primary key and the watermark
+    column always), the computed columns to add, and the processing-time
+    column if one is needed.
+    """
+    needed = set(needed) | set(src.primary_key)
+    proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
+    computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
+    wm = src.watermark
+    if wm is not None:
+        needed = needed | {wm.column}
+        if any(n == wm.column for n, _ in src.computed):
+            computed = [(n, e) for n, e in src.computed if n in needed]
+    for _, e in computed:
+        needed = needed | {c.name for c in e.find_all(exp.Column)}
+    columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
+    return columns, computed, proctime
+
+
+def computed_columns_sql(src, columns, computed, proctime: str | None = None) -> str | None:
+    """The per-batch DuckDB SQL that adds a source's computed columns to the columns read (None: none)."""
+    if not computed:
+        return None
+    physical_schema = Schema(tuple(f for f in src.schema if f.name in columns))
+    items = [col(c) for c in columns] + ([col(proctime)] if proctime else []) + \
+        [exp.alias_(S.typed(e, physical_schema), n, quoted=True) for n, e in computed] + \
+        ([col(OP)] if src.kind == "table" else [])
+    return S.render(exp.select(*items).from_(S.batch_table()))
+
+
+def _is_session(node: L.Node) -> bool:
+    return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
+
+
+def uses_event_time(node: L.Node) -> bool:
+    """Whether an operator acts on the watermark: it would drop or mis-place events behind it.
+
+    A TUMBLE, HOP or CUMULATE table function only labels rows with their
+    windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
+    what consumes the windows judges lateness.
+    """
+    if isinstance(node, L.WindowTVF):
+        return node.window.kind == "SESSION"
+    if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
+        return True
+    if isinstance(node, TopN):
+        return node.kind in ("window", "first", "last")
+    if isinstance(node, Join):
+        return node.strategy in ("interval", "window", "temporal")
+    return False
+
+
+def scans_under_event_time(root: L.Node) -> set[int]:
+    """The scans with an event-time operator above them: only they drop late events.
+
+    A query that never acts on event time (a projection, a filter, a group
+    aggregate, a lookup join) keeps every event, as in Flink, where only
+    operators that fire on the watermark drop late data.
+    """
+    timed: set[int] = set()
+
+    def visit(node: L.Node, under: bool, seen: set) -> None:
+        key = (id(node), under)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if under:
+                timed.add(id(node))
+            return
+        below = under or uses_event_time(node)
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, False, set())
+    return timed
+
+
+def judges_per_window(node: L.Node) -> bool:
+    """An event-time operator that judges late events itself, per window, as Flink's window operators do.
+
+    A TUMBLE / HOP / CUMULATE aggregate emitting final results
+    (``SlicingWindowAggProcessor``) and a per-window Top-N or deduplication
+    (``WindowRankProcessor``, ``RowTimeWindowDeduplicateProcessor``) drop
+    an event from a window only when that window had fired when the event
+    arrived; the event still counts in the windows that are open.
+    """
+    if isinstance(node, L.WindowAggregate):
+        return node.window.kind != "SESSION" and not node.emit.updating
+    return isinstance(node, TopN) and node.kind == "window"
+
+
+def scans_judged_per_window(root: L.Node) -> set[int]:
+    """The scans under event time whose every event-time operator above judges lateness per window.
+
+    Their sources drop nothing: they cut their batches before each event
+    behind the watermark, so that the operators above see the watermark
+    as it stood when the event arrived (docs/time.md).
+    """
+    timed = scans_under_event_time(root)
+    other: set[int] = set()
+
+    def visit(node: L.Node, clean: bool, seen: set) -> None:
+        key = (id(node), clean)
+        if key in seen:
+            return
+        seen.add(key)
+        if isinstance(node, L.Scan):
+            if not clean:
+                other.add(id(node))
+            return
+        # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
+        # how they interleave: the scans below judge at the source, against their own watermark.
+        below = clean and len(node.inputs) <= 1 and (
+            judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
+        for child in node.inputs:
+            visit(child, below, seen)
+
+    visit(root, True, set())
+    return timed - other
+
+
+def window_grids(root: L.Node) -> tuple[tuple[int, int], ...]:
+    """The (width, offset) of every window grid that an operator judging lateness per window uses: every
+    window end lies on one."""
+    grids = []
+    for n in L.walk(root):
+        if not judges_per_window(n):
+            continue
+        spec = n.window if isinstance(n, L.WindowAggregate) else None
+        below = n.input
+        while spec is None and below is not None:
+            spec = below.window if isinstance(below, L.WindowTVF) else None
+            below = below.inputs[0] if len(below.inputs) == 1 else None
+        if spec is not None and (spec.pane, spec.offset) not in grids:
+            grids.append((spec.pane, spec.offset))
+    return tuple(grids)
+
+
+def _reads_a_window_judge(node: L.Node) -> bool:
+    """A CQL snapshot operator over a window aggregate: the window judges lateness, the snapshot reads its
+    results (which are never late)."""
+    if not isinstance(node, SnapshotDiff):
+        return False
+    below = node.input
+    while not judges_per_window(below) and len(below.inputs) == 1 and not uses_event_time(below):
+        below = below.inputs[0]
+    return judges_per_window(below)
+
+
+def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
+    """An operator's label, with the per-batch nodes fused into its input SQL."""
+    if not chain:
+        return node.label()
+    return f"{node.label()} over {' -> '.join(n.label() for n in chain)}"
+
+
+
+
+def _unsupported(what: str, instead: str) -> UnsupportedPlan:
+    return UnsupportedPlan(f"the runtime cannot run {what} yet" + (f"; {instead}" if instead else ""))
+
+
+def required_columns(root: L.Node) -> dict[int, set[str]]:
+    """For each node, the columns of its output that the plan above it reads."""
+    need: dict[int, set[str]] = {id(root): set(root.schema.names)}
+    out: dict[int, set[str]] = {}
+    for node in reversed(L.walk(root)):
+        req = need.get(id(node), set())
+        out[id(node)] = out.get(id(node), set()) | req
+        for i, child_req in zip(node.inputs, _child_needs(node, req)):
+            need[id(i)] = need.get(id(i), set()) | child_req
+    return {**need, **out}
+
+
+def _refs(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
+    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
+        return node.child_needs(req)
+    if isinstance(node, L.Filter):
+        return [req | _refs(node.condition)]
+    if isinstance(node, L.Project):
+        used = set()
+        for _, e in node.exprs:
+            used |= _refs(e)
+        return [used]
+    if isinstance(node, L.WindowTVF):
+        return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
+    if isinstance(node, LateScan):
+        return []
+    if isinstance(node, SnapshotDiff):
+        return [set(node.input.schema.names)]
+    if isinstance(node, TopN):
+        keep = set(node.partition_by) | {c for c, _ in node.order_by}
+        return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]
+    if isinstance(node, OverAggregate):
+        return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
+                {a.arg for a in node.aggs if a.arg}]
+    if isinstance(node, (L.WindowAggregate, L.Aggregate)):
+        cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
+        if isinstance(node, L.WindowAggregate):
+            cols |= {node.window.time_col} | set(node.window.partition_by)
+        return [cols]
+    if isinstance(node, L.Union):
+        idx = [i for i, n in enumerate(node.schema.names) if n in req]
+        return [{i.schema.fields[j].name for j in idx} for i in node.inputs]
+    return [set(i.schema.names) for i in node.inputs]
