@@ -46,7 +46,7 @@ def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]])
         merged = reduce.reduceat(values, starts) if len(starts) else values[:0]
         present = pc.greater(grouped.column(f"{c}_count"), 0)
         out = out.append_column(f"{c}_{how}", pc.if_else(present, pa.array(merged).cast(column.type), None))
-    return out
+    return out.select([*keys, *[f"{c}_{how}" for c, how in merges]])  # in the order asked
 
 
 def fold_distinct(table: pa.Table, keys: list[str], value: str, folds: list[tuple[str, str, pa.DataType]]) -> pa.Table:
