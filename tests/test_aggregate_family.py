@@ -18,7 +18,7 @@ import pytest
 import dsms
 
 from changes import changelog, final_table, ops
-from oracle import duck, events, rows, run_query
+from oracle import duck, events, flink_int, islands, rows, run_query
 
 DDL = """CREATE STREAM ev (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'memory');"""
@@ -31,16 +31,8 @@ FAMILY = """STDDEV_POP(price) AS sp, STDDEV_SAMP(price) AS ss, VAR_POP(price) AS
   COUNT(DISTINCT v) FILTER (WHERE v > 0) AS dvf, MIN(price) FILTER (WHERE v IS NULL OR v < 0) AS mf"""
 
 
-def _flink_int(stat: str, x: str) -> str:
-    """Flink's integer STDDEV/VAR of ``x``, written out as DuckDB SQL."""
-    n = f"COUNT({x})" + (" - 1" if stat.endswith("samp") else "")
-    var = f"(SUM({x} * {x}) - (SUM({x}) * SUM({x})) // COUNT({x})) // ({n})"
-    value = f"FLOOR(SQRT({var}))" if stat.startswith("stddev") else var
-    return f"CASE WHEN {n} > 0 THEN CAST({value} AS BIGINT) END"
-
-
 ORACLE = f"""STDDEV_POP(price), STDDEV_SAMP(price), VAR_POP(price), VAR_SAMP(price),
-  {_flink_int('stddev_pop', 'v')}, {_flink_int('var_samp', 'v')}, BIT_AND(v), BIT_OR(v), BIT_XOR(v),
+  {flink_int('stddev_pop', 'v')}, {flink_int('var_samp', 'v')}, BIT_AND(v), BIT_OR(v), BIT_XOR(v),
   SUM(DISTINCT v), TRUNC(AVG(DISTINCT v))::BIGINT, MAX(DISTINCT price), COUNT(DISTINCT v),
   COUNT(*) FILTER (WHERE price > 5), SUM(v) FILTER (WHERE price < 3),
   COUNT(DISTINCT v) FILTER (WHERE v > 0), MIN(price) FILTER (WHERE v IS NULL OR v < 0)"""
@@ -66,7 +58,7 @@ def test_the_family_over_an_updating_input_retracts():
       BIT_AND(n) AS ba, BIT_OR(sv) AS bo, BIT_XOR(n) AS bx, SUM(DISTINCT n) AS sdn, AVG(DISTINCT sv) AS adv,
       MIN(DISTINCT sv) AS mn, COUNT(*) FILTER (WHERE sv > 100) AS nf, MAX(sv) FILTER (WHERE n > 4) AS mf
       FROM ({inner}) GROUP BY n % 3"""
-    oracle = f"""SELECT n % 3, COUNT(*), {_flink_int('stddev_pop', 'sv')}, VAR_SAMP(hi), STDDEV_SAMP(hi),
+    oracle = f"""SELECT n % 3, COUNT(*), {flink_int('stddev_pop', 'sv')}, VAR_SAMP(hi), STDDEV_SAMP(hi),
       BIT_AND(n), BIT_OR(sv), BIT_XOR(n), SUM(DISTINCT n), TRUNC(AVG(DISTINCT sv))::BIGINT, MIN(sv),
       COUNT(*) FILTER (WHERE sv > 100), MAX(sv) FILTER (WHERE n > 4) FROM ({inner}) GROUP BY n % 3"""
     ddl = DDL.replace("'5' SECOND", "'1' SECOND")
@@ -98,13 +90,12 @@ def test_window_aggregate_family_matches_duckdb(window, oracle_window):
 
 
 def test_session_window_family_matches_duckdb():
-    from oracle import islands
     family = ("STDDEV_POP(price) AS sp, VAR_SAMP(v) AS vsv, BIT_OR(v) AS bo, BIT_XOR(v) AS bx, "
               "COUNT(*) FILTER (WHERE price > 5) AS nf, COUNT(DISTINCT v) AS cdv")
     sql = (f"SELECT k, SESSION_START(ts, INTERVAL '2' SECOND) AS ws, {family} FROM ev "
            "GROUP BY SESSION(ts, INTERVAL '2' SECOND), k")
     got = run_query(DDL, sql, {"ev": EV}, max_batch=30, seed=7)
-    want = duck(islands(2, select=f"""SELECT k, ws, STDDEV_POP(price), {_flink_int('var_samp', 'v')}, BIT_OR(v),
+    want = duck(islands(2, select=f"""SELECT k, ws, STDDEV_POP(price), {flink_int('var_samp', 'v')}, BIT_OR(v),
         BIT_XOR(v), COUNT(*) FILTER (WHERE price > 5), COUNT(DISTINCT v) FROM s GROUP BY k, ws"""), ev=EV)
     assert got.num_rows > 20
     assert rows(got) == rows(want)
