@@ -347,6 +347,17 @@ SHAPES = [
           "GROUP BY rate % 4",
           f"SELECT rate % 4, {flink_int('stddev_pop', 'rate')}, BIT_OR(rate), BIT_XOR(rate), SUM(DISTINCT rate), "
           f"COUNT(*) FILTER (WHERE rate > 50) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
+    Shape("grouping_sets_rollup", "SELECT k, v % 3 AS m, GROUPING(k, v % 3) AS g, COUNT(*) AS n, SUM(v) AS sv, "
+          "STDDEV_POP(price) AS sp FROM s GROUP BY ROLLUP (k, v % 3)",
+          "SELECT k, v % 3, GROUPING(k, v % 3), COUNT(*), SUM(v), STDDEV_POP(price) FROM s_all GROUP BY ROLLUP (k, v % 3)"),
+    Shape("grouping_sets_cube_having", "SELECT k, v % 2 AS m, COUNT(*) AS n FROM s GROUP BY CUBE (k, v % 2) "
+          "HAVING COUNT(*) > 20",
+          "SELECT k, v % 2, COUNT(*) FROM s_all GROUP BY CUBE (k, v % 2) HAVING COUNT(*) > 20"),
+    Shape("grouping_sets_window", "SELECT window_start, window_end, k, GROUPING(k) AS g, COUNT(*) AS n, "
+          "MAX(price) AS hi FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY window_start, window_end, GROUPING SETS ((k), ())",
+          f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, GROUPING(k), COUNT(*), MAX(price) FROM s_arr "
+          f"WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ws, GROUPING SETS ((k), ())"),
     Shape("dedup_first", "SELECT k, v, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn "
           "FROM s) WHERE rn = 1",
           "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts, seq) = 1"),

@@ -43,6 +43,7 @@ from .cql import (
 from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
+from .grouping_sets import bind_grouping_sets, has_grouping_sets
 from .join import bind_joins
 from .over import bind_over, check_ranks, has_over, merge_rank_filter
 
@@ -165,7 +166,12 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
                         help="use [RANGE size SLIDE size] for per-instant aggregates")
     if slide is not None:
         items, group = with_instant(items, group, aggregated)
-    if aggregated:
+    if aggregated and group is not None and (has_grouping_sets(group) or
+                                             any(i.find(exp.Grouping) for i in items + [having] if i is not None)):
+        node = bind_grouping_sets(node, scope, items, group, having, ctx,
+                                  lambda agg, post_scope, post_items: _project(agg, post_scope, post_items, ctx,
+                                                                               prebound=True))
+    elif aggregated:
         node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
         if having_cond is not None:
             node = L.Filter(node, having_cond)

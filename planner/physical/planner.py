@@ -187,6 +187,9 @@ class _Planner(JoinPlanning):
         keep = [i for i, f in enumerate(node.schema) if f.name in needed]
         schema = pa.schema([node.schema.to_arrow().field(i) for i in keep])
         columns = tuple(tuple(n.schema.fields[i].name for i in keep) for n in node.inputs)
+        if node.changelog == L.UPDATING:  # the changes of updating inputs go on as they are; the others insert
+            schema = schema.append(pa.field(OP, pa.int8()))
+            columns = tuple(c + ((OP,) if n.changelog == L.UPDATING else ()) for c, n in zip(columns, node.inputs))
         return self.add(UnionOp, node, inputs, node.label(), schema=schema, input_columns=columns)
 
     def plan_LateScan(self, node: LateScan) -> int:
@@ -398,8 +401,8 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
     timed = scans_under_event_time(root)
     other: set[int] = set()
 
-    def visit(node: L.Node, clean: bool, seen: set) -> None:
-        key = (id(node), clean)
+    def visit(node: L.Node, clean: bool, seen: set, timed_above: bool) -> None:
+        key = (id(node), clean, timed_above)
         if key in seen:
             return
         seen.add(key)
@@ -408,13 +411,16 @@ def scans_judged_per_window(root: L.Node) -> set[int]:
                 other.add(id(node))
             return
         # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
-        # how they interleave: the scans below judge at the source, against their own watermark.
-        below = clean and len(node.inputs) <= 1 and (
+        # how they interleave: the scans below judge at the source, against their own watermark. A union
+        # that no event-time operator reads (GROUPING SETS of window aggregates) passes its rows on as they are.
+        fans_in = len(node.inputs) > 1 and not (isinstance(node, L.Union) and not timed_above)
+        below = clean and not fans_in and (
             judges_per_window(node) or not uses_event_time(node) or _reads_a_window_judge(node))
+        timed = timed_above or uses_event_time(node)
         for child in node.inputs:
-            visit(child, below, seen)
+            visit(child, below, seen, timed)
 
-    visit(root, True, set())
+    visit(root, True, set(), False)
     return timed - other
 
 
