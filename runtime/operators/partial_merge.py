@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _BITWISE = {"bit_and": (np.bitwise_and, -1), "bit_or": (np.bitwise_or, 0), "bit_xor": (np.bitwise_xor, 0)}
-_ROW = "__merge_row"
+_ROW, _ONE = "__merge_row", "__merge_one"
 
 
 def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]]) -> pa.Table:
@@ -32,6 +32,9 @@ def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]])
     bitwise = [(c, how) for c, how in merges if how in _BITWISE]
     if not bitwise:
         return table.group_by(keys, use_threads=False).aggregate(native)
+    if not keys:  # one group: Arrow's list aggregate needs a key to group by
+        one = table.append_column(_ONE, pa.repeat(pa.scalar(0, pa.int8()), table.num_rows))
+        return group_merge(one, [_ONE], merges).drop_columns([_ONE])
     numbered = table.append_column(_ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     grouped = numbered.group_by(keys, use_threads=False).aggregate(
         [*native, (_ROW, "list"), *[(c, "count") for c, _ in bitwise]])
