@@ -98,6 +98,7 @@ class AggregateKind(ABC):
     sql_names: tuple[str, ...] = ()  # or the names of an anonymous call
     takes_distinct = False  # DISTINCT changes the result (MIN/MAX ignore it)
     in_over = False  # computed over OVER windows (planner/sqlgen_over.py)
+    ordered = False  # its value depends on the arrival order of the rows (_Ordered)
     numeric_only = False
     integer_only = False
 
@@ -114,6 +115,12 @@ class AggregateKind(ABC):
             raise AggregateTypeError(f"{self.name} needs a numeric argument, not {arg}")
         if self.integer_only and arg is not None and not pa.types.is_integer(arg):
             raise AggregateTypeError(f"{self.name} needs an integer argument, not {arg}")
+
+    def with_arguments(self, extra: list[exp.Expression]) -> AggregateKind:
+        """The kind for a call with arguments after the first (LISTAGG's separator)."""
+        if extra:
+            raise AggregateTypeError(f"{self.name} takes one argument")
+        return self
 
     @abstractmethod
     def partials(self, arg: pa.DataType | None) -> tuple[Partial, ...]:
@@ -355,12 +362,97 @@ class BitXor(_Bitwise):
         return self.over_values(exp.Case(ifs=[exp.If(this=odd, true=v)]), arg, out)
 
 
+class _Ordered(AggregateKind):
+    """FIRST_VALUE, LAST_VALUE and LISTAGG: their value depends on the order rows arrive in.
+
+    A row's place is an arrival number (the runtime numbers the rows it
+    receives; the batch routes use the source order). The partials are the
+    value (``v``, merged by ``<how>_by`` the order column) and the order of
+    the partial's first or last row (``o``); NULLs are skipped, as in Flink.
+    Under retractions the group aggregate keeps each value with its arrival
+    number, and a retraction takes away the value's earliest occurrence (as
+    Flink's ``*WithRetractAggFunction`` do).
+    """
+
+    ordered = True
+    how = "first"  # first | last | listagg
+
+    def partials(self, arg):
+        value = pa.string() if self.how == "listagg" else (arg if arg is not None else pa.int64())
+        return (Partial("v", f"{self.how}_by", value), Partial("o", "max" if self.how == "last" else "min", pa.int64()))
+
+    def batch_items(self, v: exp.Expression, seq: exp.Expression) -> dict[str, exp.Expression]:
+        """The partials of a batch as SQL over the value ``v`` and the arrival number ``seq``."""
+        present = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null())),
+                                       true=seq.copy())])
+        if self.how == "listagg":
+            value = exp.GroupConcat(this=exp.Order(this=v.copy(), expressions=[exp.Ordered(this=seq.copy())]),
+                                    separator=exp.Literal.string(self.separator))
+        else:
+            value = (exp.ArgMax if self.how == "last" else exp.ArgMin)(this=v.copy(), expression=present)
+        return {"v": value, "o": (exp.Max if self.how == "last" else exp.Min)(this=present.copy())}
+
+    def over_ordered(self, v: exp.Expression, seq: exp.Expression, out: pa.DataType) -> exp.Expression:
+        """The whole aggregate as SQL over the rows' values ``v`` in the order of ``seq``."""
+        return exp.Cast(this=self.batch_items(v, seq)["v"], to=to_sql_type(out))
+
+    def over_values(self, v, arg, out, distinct=False):
+        raise AggregateTypeError(f"{self.name} needs the order rows arrive in")
+
+    def final(self, cols, out):
+        return cols["v"]
+
+    def final_arrow(self, cols, out):
+        return cols["v"].cast(out)
+
+
+class FirstValue(_Ordered):
+    name = "FIRST_VALUE"
+    sql_classes = (exp.FirstValue,)
+
+
+class LastValue(_Ordered):
+    name = "LAST_VALUE"
+    sql_classes = (exp.LastValue,)
+    how = "last"
+
+
+class ListAgg(_Ordered):
+    """LISTAGG(x [, separator]): the strings in arrival order, joined by the separator (',' by default)."""
+
+    name = "LISTAGG"
+    sql_names = ("LISTAGG",)
+    how = "listagg"
+
+    def __init__(self, separator: str = ","):
+        self.separator = separator
+
+    def check(self, arg):
+        if arg is not None and not pa.types.is_string(arg) and not pa.types.is_large_string(arg):
+            raise AggregateTypeError(f"LISTAGG needs a string argument, not {arg}: CAST it to STRING")
+
+    def result_type(self, arg):
+        self.check(arg)
+        return pa.string()
+
+    def with_arguments(self, extra):
+        if not extra:
+            return self
+        if len(extra) != 1 or not isinstance(extra[0], exp.Literal) or not extra[0].is_string:
+            raise AggregateTypeError("LISTAGG takes (string [, separator]), the separator a string literal")
+        return ListAgg(extra[0].name)
+
+
 COUNT, SUM, AVG, MIN, MAX = Count(), Sum(), Avg(), Min(), Max()
 STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP = StddevPop(), StddevSamp(), VarPop(), VarSamp()
 BIT_AND, BIT_OR, BIT_XOR = BitAnd(), BitOr(), BitXor()
+FIRST_VALUE, LAST_VALUE, LISTAGG = FirstValue(), LastValue(), ListAgg()
 KINDS: tuple[AggregateKind, ...] = (COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP,
-                                    BIT_AND, BIT_OR, BIT_XOR)
+                                    BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG)
 NAMES = tuple(k.name for k in KINDS) + ("STDDEV", "VARIANCE")
+
+
+SEQ = "__seq"  # the arrival number the runtime gives the rows of an ordered aggregate (_Ordered)
 
 
 def kind_of(node: exp.Expression) -> AggregateKind | None:

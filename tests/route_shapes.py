@@ -38,7 +38,7 @@ def _arrived(table: pa.Table, bound_s: float, shift_s: float = 0) -> pa.Table:
     A window operator drops an event from a window only when the window's end is at or below it."""
     shift = dt.timedelta(seconds=shift_s)
     wms = arrival_watermarks([t + shift for t in table.column("ts").to_pylist()], bound_s)
-    return table.append_column("wm", pa.array(wms, pa.timestamp("us")))
+    return _with_seq(table.append_column("wm", pa.array(wms, pa.timestamp("us"))))
 
 
 def _with_seq(table: pa.Table) -> pa.Table:
@@ -347,6 +347,16 @@ SHAPES = [
           "GROUP BY rate % 4",
           f"SELECT rate % 4, {flink_int('stddev_pop', 'rate')}, BIT_OR(rate), BIT_XOR(rate), SUM(DISTINCT rate), "
           f"COUNT(*) FILTER (WHERE rate > 50) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
+    Shape("ordered_aggregates", "SELECT k, FIRST_VALUE(v) AS fv, LAST_VALUE(price) AS lp, "
+          "LISTAGG(CAST(v AS STRING), ';') AS lv FROM s GROUP BY k",
+          "SELECT k, arg_min(v, CASE WHEN v IS NOT NULL THEN seq END), arg_max(price, seq), "
+          "string_agg(CAST(v AS VARCHAR), ';' ORDER BY seq) FROM s_all GROUP BY k"),
+    Shape("ordered_aggregates_tumble", "SELECT window_start, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, "
+          "LISTAGG(k) AS lk FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY window_start, window_end, k",
+          f"SELECT {tumble(10)} AS ws, k, arg_min(price, seq), arg_max(v, CASE WHEN v IS NOT NULL THEN seq END), "
+          f"string_agg(k, ',' ORDER BY seq) FROM s_arr WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} "
+          "GROUP BY ws, k"),
     Shape("grouping_sets_rollup", "SELECT k, v % 3 AS m, GROUPING(k, v % 3) AS g, COUNT(*) AS n, SUM(v) AS sv, "
           "STDDEV_POP(price) AS sp FROM s GROUP BY ROLLUP (k, v % 3)",
           "SELECT k, v % 3, GROUPING(k, v % 3), COUNT(*), SUM(v), STDDEV_POP(price) FROM s_all GROUP BY ROLLUP (k, v % 3)"),

@@ -207,8 +207,10 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
                         a, help="use one of " + ", ".join(NAMES))
     args = list(a.expressions) if isinstance(a, exp.Anonymous) else [e for e in [a.this] if e is not None]
     arg = args[0] if args else None
-    if len(args) > 1:
-        raise ctx.error(f"{kind.name} takes one argument", a)
+    try:
+        kind = kind.with_arguments(args[1:])
+    except AggregateTypeError as e:
+        raise ctx.error(str(e), a) from None
     distinct = False
     if isinstance(arg, exp.Distinct):
         if len(arg.expressions) != 1:
@@ -260,6 +262,11 @@ def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext
     while isinstance(w, L.Project):
         w = w.input
     if isinstance(w, L.WindowAggregate) and w.window.kind == "SESSION":
+        ordered = [a for a in w.aggs if a.kind.ordered]
+        if ordered:
+            raise ctx.error(f"{ordered[0].kind.name} is not supported in a SESSION window", at,
+                            help="sessions merge in time order, not arrival order: use MIN/MAX of (time, value) "
+                                 "in a subquery, or a TUMBLE/HOP/CUMULATE window")
         missing = [k for k in w.window.partition_by if k not in w.keys]
         if missing:
             raise ctx.error(f"the SESSION window is partitioned by {', '.join(missing)}, which must also be in "

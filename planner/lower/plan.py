@@ -152,6 +152,13 @@ def _refuse(route: str, what: str, why: str) -> LoweringRefused:
     return LoweringRefused(f"the {route} route cannot {what}: {why}; {RUNTIME}", what, why)
 
 
+def _in_source_order(node: L.Node) -> bool:
+    """Whether a node's rows map one to one to a stream's rows, so the batch routes have their source order."""
+    while isinstance(node, (L.Project, L.Filter, L.WindowTVF)):
+        node = node.input
+    return isinstance(node, L.Scan) and node.changelog == L.APPEND
+
+
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
         if isinstance(n, Join) and n.strategy == "lookup":
@@ -176,6 +183,13 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
             raise _refuse(route, f"run {n.label()}",
                           "the rows a relation that changes with every event inserts or deletes depend on "
                           "how its input is cut into micro-batches")
+    for n in L.walk(root):
+        ordered = [a for a in getattr(n, "aggs", ()) if a.kind.ordered]
+        if ordered and isinstance(n, (L.Aggregate, L.WindowAggregate)) and (streaming or not _in_source_order(n.input)):
+            raise _refuse(route, f"compute {ordered[0].kind.name} in {n.label()}",
+                          "its value depends on the order rows arrive in, which the batch routes know only for "
+                          "the rows of one source read as they are (not after a join, a union, an aggregate or "
+                          "a table's changes, nor in a streaming run)")
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",

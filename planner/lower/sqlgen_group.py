@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from ..aggregate_kinds import SEQ
 from ..logical.nodes import AggCall
 from ..physical.specs import OP
 from ..types import Schema, to_sql_type
@@ -86,6 +87,10 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
                     delta.append(f"SUM({value.sql('duckdb')} * __sg) AS {name}")
                 merged.append(f"CAST(COALESCE(o.{name}, 0) + COALESCE(d.{name}, 0) AS {t}) AS {name}")
             outputs.append((a.kind.final(parts, a.type).sql("duckdb"), sql_type(a.type)))
+            continue
+        if a.kind.ordered:
+            outputs.append(_ordered_log(op_id, i, a, K, key_types, d, signed, on, keys_of, setup, multiset_steps,
+                                        multiset_joins, compact, tables))
             continue
         # a multiset log of (key, value, count) per aggregate; the result is recomputed over its live values
         arg = q(a.arg)
@@ -162,3 +167,33 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
                             f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
     ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
     return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
+
+
+def _ordered_log(op_id: int, i: int, a: AggCall, K: list[str], key_types: list[str], d: str, signed: str, on,
+                 keys_of, setup: list, steps: list, joins: list, compact: list, tables: list) -> tuple[str, str]:
+    """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (key, value, arrival number, +1 or -1) per aggregate.
+
+    A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
+    ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
+    """
+    arg, log, result = q(a.arg), f"__ol_{op_id}_{i}", f"__m_{op_id}_{i}"
+    tables.append(log)
+    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
+    setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, {SEQ} BIGINT, __n BIGINT)")
+    steps.append(f"INSERT INTO {log} SELECT {''.join(k + ', ' for k in K)}{arg} AS __v, {SEQ}, __sg AS __n "
+                 f"FROM {signed} WHERE {arg} IS NOT NULL")
+    part = ", ".join(K + ["__v"])
+
+    def live(source: str) -> str:
+        return (f"SELECT * EXCLUDE (__rk, __gone) FROM (SELECT m.*, ROW_NUMBER() OVER (PARTITION BY {part}, __n > 0 "
+                f"ORDER BY {SEQ}) AS __rk, SUM(CASE WHEN __n < 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {part}) AS __gone "
+                f"FROM {source}) AS o WHERE __n > 0 AND __rk > __gone")
+
+    touched = f"(SELECT m.* FROM {log} m SEMI JOIN {d} d ON {on('m', 'd')}) AS m"
+    value = a.kind.over_ordered(exp.column("__v", table="live"), exp.column(SEQ, table="live"), a.type).sql("duckdb")
+    steps.append(f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{value} AS __r "
+                 f"FROM {d} d LEFT JOIN ({live(touched)}) AS live ON {on('d', 'live')}" +
+                 (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
+    joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
+    compact.append(f"CREATE OR REPLACE TABLE {log} AS {live(log + ' AS m')}")
+    return f"{result}.__r", sql_type(a.type)

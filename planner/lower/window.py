@@ -27,17 +27,21 @@ truncated toward zero.
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..aggregate_kinds import FOLD
 from ..logical import nodes as L
 from .sql import (
+    FILE,
     ORDER,
+    ROW,
     add,
     alias,
     and_,
     asc,
     c,
+    cast,
     floor_us,
     micros,
     minus,
@@ -115,7 +119,7 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.kind == "SESSION" else []) + [c(k) for k in node.keys]
     items = window_columns() + [c(k) for k in node.keys] + \
-        [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+        [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
     if src.ordered and w.kind != "SESSION":  # each row counts in the windows still open when it arrived
         query = query.where(open_window(c(WE)))
@@ -144,7 +148,8 @@ STREAM_ONLY = "stream_only"
 
 def lower_aggregate(lw, node: L.Aggregate):
     src = lw.rel(node.input)
-    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name)
+                                         for a in node.aggs]
     query = exp.select(*items).from_(lw.use(src))
     if node.keys:
         query = query.group_by(*[c(k) for k in node.keys])
@@ -155,8 +160,17 @@ def lower_aggregate(lw, node: L.Aggregate):
     return lw.add(query, node.schema.names)
 
 
-def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.Expression:
-    """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it)."""
+def arrival(src) -> exp.Expression | None:
+    """The rows' arrival order as one number (file, then row), for FIRST_VALUE, LAST_VALUE and LISTAGG."""
+    if not src.ordered:
+        return None
+    return exp.Add(this=exp.Mul(this=cast(c(FILE), pa.int64()), expression=lit(10 ** 12)), expression=c(ROW))
+
+
+def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None,
+              seq: exp.Expression | None = None) -> exp.Expression:
+    """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it; ``seq``:
+    the arrival order, for the aggregates that read it)."""
 
     def agg(func: exp.Expression) -> exp.Expression:
         if over is None:
@@ -167,6 +181,8 @@ def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.E
 
     if a.arg is None:  # COUNT(*)
         return agg(exp.Count(this=exp.Star()))
+    if a.kind.ordered:  # lower/plan.py refuses these where the rows have no source order
+        return a.kind.over_ordered(c(a.arg), seq, a.type)
     value = a.kind.over_values(c(a.arg), a.arg_type, a.type, a.distinct)
     if over is None:
         return value

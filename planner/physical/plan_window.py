@@ -11,7 +11,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
-from ..aggregate_kinds import fold
+from ..aggregate_kinds import SEQ, fold
 from ..logical import nodes as L
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN, window_end_column
@@ -82,6 +82,10 @@ def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
         return []
     arg = exp.column(a.arg, quoted=True) if a.arg else None
     items = []
+    if a.kind.ordered:  # in arrival order: the operator numbers the rows
+        ordered = a.kind.batch_items(arg, exp.column(SEQ, quoted=True))
+        return [exp.alias_(exp.Cast(this=ordered[p.suffix], to=to_sql_type(p.type)), f"__p{i}{p.suffix}", quoted=True)
+                for p in a.partials()]
     for p in a.partials():
         folded = exp.Count(this=exp.Star()) if arg is None else fold(p.first, p.value(arg))
         items.append(exp.alias_(exp.Cast(this=folded, to=to_sql_type(p.type)), f"__p{i}{p.suffix}", quoted=True))

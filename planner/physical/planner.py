@@ -236,7 +236,8 @@ class _Planner(JoinPlanning):
         return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
 
     def group_aggregate(self, node: L.Aggregate) -> int:
-        chain, base = self.chain_below(node.input)
+        numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
+        chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
         if not chain:
             base = node.input
         base_id = self.op_for(base)
@@ -245,7 +246,7 @@ class _Planner(JoinPlanning):
                             S.render(S.chain_sql(chain)), node.ttl)
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
-                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest)
+                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest, numbered=numbered)
 
     def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
         chain, base = self.chain_below(node.input)
@@ -267,7 +268,8 @@ class _Planner(JoinPlanning):
                                "window aggregates need an append-only input (a stream)")
         if node.window.kind == "SESSION":
             return self.session(node)
-        chain, base = self.chain_below(node.input)
+        numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
+        chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
         if not chain:
             base = node.input
         base_id = self.op_for(base)
@@ -288,7 +290,7 @@ class _Planner(JoinPlanning):
         partial.set("group", group)
         fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
                       distinct_columns=tuple(d for d in distinct if d not in node.keys),
-                      processing_time=self.processing_time)
+                      processing_time=self.processing_time, numbered=numbered)
         if node.emit.updating:
             identity = ("window_start", "window_end", *node.keys)
             sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))

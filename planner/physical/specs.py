@@ -110,6 +110,7 @@ class WindowAggOp(OpSpec):
     partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
     distinct_columns: tuple[str, ...] = ()
     processing_time: bool = False  # windows on processing time fire at their end (event time: at window_time)
+    numbered: bool = False  # rows get an arrival number (aggregate_kinds.SEQ) before the partial SQL
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ class GroupAggOp(DuckStateOp):
     ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped (lower/sqlgen_ttl.py)
     expire: tuple[str, ...] = ()  # drop the keys last written at or before now - ttl_us
     oldest: str = ""  # the oldest last-written time held
+    numbered: bool = False  # rows get an arrival number (aggregate_kinds.SEQ) before the statements run
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
 from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
-from .partial_merge import fold_distinct, group_merge
+from .partial_merge import fold_distinct, group_merge, numbered, ordered_merges
 
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
@@ -59,6 +59,8 @@ class WindowAggLogic(CountsLate, Logic):
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.group = [*spec.keys, *spec.distinct_columns]
         self.merges = [(column, how) for a in spec.aggs for column, how, _ in a.partials]
+        self.ordered = ordered_merges(spec.aggs)
+        self.seq = env.state.value(spec.id, "seq", 0) if spec.numbered else None
         self.merges.append((ROWS_COLUMN, "sum"))
         self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
         self.count_late(env, spec.id)
@@ -82,6 +84,8 @@ class WindowAggLogic(CountsLate, Logic):
 
     def _add(self, batch: pa.Table) -> list[int]:
         """Aggregate a batch into its panes; the panes it touched."""
+        if self.seq is not None:
+            batch = numbered(batch, self.seq)
         partial = self.duck.run(self.spec.partial_sql, batch)
         if partial.num_rows == 0:
             return []
@@ -111,7 +115,7 @@ class WindowAggLogic(CountsLate, Logic):
 
     def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
         table = pa.concat_tables(tables)
-        merged = group_merge(table, self.group, self.merges)
+        merged = group_merge(table, self.group, self.merges, self.ordered)
         return merged.rename_columns(self.group + [c for c, _ in self.merges]).select(table.column_names)
 
     def on_watermark(self, watermark: int) -> list[pa.Table]:
@@ -156,7 +160,7 @@ class WindowAggLogic(CountsLate, Logic):
         table = pa.concat_tables(pieces)
         keys = [_WS, _WE, *self.spec.keys]
         order = [(_WE, "ascending"), (_WS, "ascending")] + [(k, "ascending") for k in self.spec.keys]
-        merged = group_merge(table, keys, self.merges).sort_by(order)
+        merged = group_merge(table, keys, self.merges, self.ordered).sort_by(order)
         columns: dict[str, pa.Array] = {}
         ws, we = merged.column(_WS), merged.column(_WE)
         columns["window_start"] = ws.cast(pa.timestamp("us"))
