@@ -260,8 +260,9 @@ class Max(_Extreme):
 class _Moment(AggregateKind):
     """STDDEV and VAR: a count, a sum and a sum of squares, as Flink's AggregateReduceFunctionsRule computes.
 
-    Integer arguments keep integer arithmetic, as Flink does (the result has
-    the argument's type, like AVG); other arguments are computed as DOUBLE.
+    The variance is computed as DOUBLE (``(SUM(x*x) - SUM(x)*SUM(x)/COUNT(x)) / COUNT(x)``, over
+    ``COUNT(x) - 1`` for the samples) and, like AVG, has the argument's type: an integer argument gives the
+    value truncated toward zero, as Flink does.
     """
 
     numeric_only = True
@@ -278,35 +279,25 @@ class _Moment(AggregateKind):
                 Partial("q", "sum", t, cast=True, square=True))
 
     def final(self, cols, out):
-        c, s, q = cols["c"], cols["s"], cols["q"]
-        integer = pa.types.is_integer(out)
-        div = exp.IntDiv if integer else exp.Div
-        if not integer:
-            s, q = (exp.Cast(this=x, to=to_sql_type(pa.float64())) for x in (s, q))
-        # (SUM(x*x) - SUM(x) * SUM(x) / COUNT(x)) / (COUNT(x) [- 1])
-        spread = exp.Sub(this=q, expression=div(this=exp.Mul(this=s, expression=s.copy()), expression=c.copy()))
+        c, s, q = (exp.Cast(this=cols[x], to=to_sql_type(pa.float64())) for x in ("c", "s", "q"))
         n = exp.Sub(this=c.copy(), expression=exp.Literal.number(1)) if self.sample else c.copy()
-        value = div(this=exp.Paren(this=spread), expression=exp.Paren(this=n))
+        spread = exp.Sub(this=q, expression=exp.Div(this=exp.Mul(this=s, expression=s.copy()), expression=c))
+        value = exp.Div(this=exp.Paren(this=spread), expression=exp.Paren(this=n.copy()))
         if self.root:
-            value = exp.Sqrt(this=exp.Cast(this=value, to=to_sql_type(pa.float64())))
-            if integer:
-                value = exp.Floor(this=value)  # the root is not negative: FLOOR truncates on every engine
-        return _case_positive(exp.Sub(this=c.copy(), expression=exp.Literal.number(1)) if self.sample else c.copy(),
-                              value)
+            value = exp.Sqrt(this=exp.Greatest(this=value, expressions=[exp.Literal.number(0)]))
+        if pa.types.is_integer(out):  # truncated toward zero; the variance is never below 0 but for rounding
+            value = exp.Floor(this=exp.Greatest(this=value, expressions=[exp.Literal.number(0)]))
+        return _case_positive(n, value)
 
     def final_arrow(self, cols, out):
-        c, s, q = cols["c"], cols["s"], cols["q"]
-        n = pc.subtract(c, 1) if self.sample else c
+        c, s, q = (cols[x].cast(pa.float64()) for x in ("c", "s", "q"))
+        n = pc.subtract(c, 1.0) if self.sample else c
         n = pc.if_else(pc.less_equal(n, 0), None, n)
-        if pa.types.is_integer(out):
-            c = _valid(c)
-            value = pc.divide(pc.subtract(q, pc.divide(pc.multiply(s, s), c)), n)
-        else:
-            s, q, c, n = (x.cast(pa.float64()) for x in (s, q, c, n))
-            value = pc.divide(pc.subtract(q, pc.divide(pc.multiply(s, s), c)), n)
+        value = pc.divide(pc.subtract(q, pc.divide(pc.multiply(s, s), c)), n)
         if self.root:
-            value = pc.trunc(pc.sqrt(value.cast(pa.float64()))) if pa.types.is_integer(out) else \
-                pc.sqrt(value.cast(pa.float64()))
+            value = pc.sqrt(pc.max_element_wise(value, 0.0, skip_nulls=False))
+        if pa.types.is_integer(out):
+            value = pc.floor(pc.max_element_wise(value, 0.0, skip_nulls=False))
         return value.cast(out, safe=False)
 
 

@@ -127,13 +127,13 @@ def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE"
 def flink_int(stat: str, x: str) -> str:
     """Flink's STDDEV/VAR of an integer column ``x`` (``stddev_pop``, ``var_samp`` ...), written out as DuckDB SQL.
 
-    Flink keeps the argument's type and integer arithmetic (AggregateReduceFunctionsRule rewrites
-    ``VAR_POP(x)`` to ``(SUM(x*x) - SUM(x)*SUM(x) / COUNT(x)) / COUNT(x)``, the samples over ``COUNT(x) - 1``).
+    Flink rewrites ``VAR_POP(x)`` to ``(SUM(x*x) - SUM(x)*SUM(x) / COUNT(x)) / COUNT(x)`` (the samples over
+    ``COUNT(x) - 1``), computed as DOUBLE, and gives the argument's type: the value truncated toward zero.
     """
-    n = f"COUNT({x})" + (" - 1" if stat.endswith("samp") else "")
-    var = f"(SUM({x} * {x}) - (SUM({x}) * SUM({x})) // COUNT({x})) // ({n})"
-    value = f"FLOOR(SQRT({var}))" if stat.startswith("stddev") else var
-    return f"CASE WHEN {n} > 0 THEN CAST({value} AS BIGINT) END"
+    n = f"(COUNT({x}) - 1)" if stat.endswith("samp") else f"COUNT({x})"
+    var = f"((SUM({x} * {x}) - SUM({x}) * SUM({x}) / COUNT({x})) / {n})"
+    value = f"SQRT(GREATEST({var}, 0))" if stat.startswith("stddev") else var
+    return f"CASE WHEN {n} > 0 THEN CAST(TRUNC({value}) AS BIGINT) END"
 
 
 def rows(table: pa.Table, columns: list[str] | None = None) -> list[tuple]:

@@ -308,7 +308,7 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, COUNT(*) FILTER (WHERE v > 0) AS pos,
                        MAX(price) FILTER (WHERE k = 'k1') AS mp1, VAR_SAMP(price) AS vs
                 FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
-    {"name": "aggfam_updating_table",
+    {"name": "aggfam_updating_table", "known": {"types": SUM_INT},
      "sql": """SELECT label, COUNT(*) AS n, SUM(DISTINCT rate) AS sdr, VAR_POP(rate) AS vr, STDDEV_SAMP(rate) AS sr,
                       MAX(rate) FILTER (WHERE rate > 10) AS mr FROM rates GROUP BY label"""},
     {"name": "aggfam_grouping_sets_window",

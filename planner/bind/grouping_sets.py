@@ -129,7 +129,7 @@ def _for_set(tree: exp.Expression, keys, absent: dict, nulls: dict, ctx: BindCon
                 if arg not in keys:
                     raise ctx.error(f"GROUPING({arg.sql()}) names a column that is not grouped by", arg)
                 bits = bits * 2 + (1 if keys.index(arg) in absent else 0)
-            return exp.Literal.number(bits)
+            return exp.Cast(this=exp.Literal.number(bits), to=exp.DataType.build("BIGINT"))  # BIGINT, as Flink
         if is_aggregate(n) or isinstance(n, exp.Filter):
             return n.copy()
         for i, k in absent.items():
