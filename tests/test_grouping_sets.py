@@ -75,3 +75,18 @@ def test_window_bounds_must_be_in_every_set():
                     "INTERVAL '10' SECOND)) GROUP BY GROUPING SETS ((window_start, window_end, k), (k))")
     with pytest.raises(dsms.SqlError, match="GROUPING\\(price\\) names a column that is not grouped by"):
         engine.plan("SELECT k, GROUPING(price) FROM ev GROUP BY ROLLUP (k)")
+
+
+def test_the_grouping_sets_example_of_sql_md():
+    """docs/sql.md shows its rows over the docs catalog's clicks (hand-computed there)."""
+    engine = dsms.Engine()
+    engine.execute(open("tests/docs_catalog.sql").read())
+    q = engine.query("""SELECT window_start, window_end, ad_id, GROUPING(ad_id) AS g, COUNT(*) AS clicks
+        FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+        GROUP BY window_start, window_end, GROUPING SETS ((ad_id), ())""")
+    engine.end_input()
+    engine.run_until_idle()
+    got = sorted(((r["window_start"].strftime("%H:%M"), r["ad_id"], r["g"], r["clicks"])
+                  for r in q.snapshot().to_pylist()), key=lambda r: (r[0], r[1] is None, r[1] or 0))
+    assert got == [("12:00", 7, 0, 1), ("12:00", 9, 0, 1), ("12:00", None, 1, 2), ("12:01", 7, 0, 1),
+                   ("12:01", None, 1, 1)]

@@ -318,6 +318,12 @@ CASES = [
     {"name": "aggfam_rollup_group",
      "sql": """SELECT k, MOD(v, 3) AS m, GROUPING(k, MOD(v, 3)) AS g, COUNT(*) AS n, MIN(price) AS mn
                FROM ev2 GROUP BY ROLLUP (k, MOD(v, 3))"""},
+    {"name": "aggfam_ordered_group",
+     "sql": """SELECT k, FIRST_VALUE(v) AS fv, LAST_VALUE(price) AS lp, LISTAGG(url) AS lu, LISTAGG(k, '|') AS lk
+               FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_ordered_tumble",
+     "sql": f"""SELECT window_start, window_end, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, LISTAGG(url, ';') AS lu
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     {"name": "aggfam_cube_table",
      "sql": "SELECT label, MOD(rate, 2) AS odd, COUNT(*) AS n, MAX(rate) AS mx FROM rates GROUP BY CUBE (label, MOD(rate, 2))"},
     {"name": "nexmark_q5_window_join",
