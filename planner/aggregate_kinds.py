@@ -96,7 +96,8 @@ class AggregateKind(ABC):
     name: str = ""
     sql_classes: tuple[type, ...] = ()  # the sqlglot classes it parses as
     sql_names: tuple[str, ...] = ()  # or the names of an anonymous call
-    takes_distinct = False  # DISTINCT changes the result (MIN/MAX ignore it)
+    takes_distinct = False  # DISTINCT changes the result
+    distinct_is_same = False  # DISTINCT is allowed and changes nothing (MIN, MAX)
     in_over = False  # computed over OVER windows (planner/sqlgen_over.py)
     ordered = False  # its value depends on the arrival order of the rows (_Ordered)
     numeric_only = False
@@ -242,6 +243,7 @@ class _Extreme(AggregateKind):
     """MIN and MAX: DISTINCT changes nothing; retractions need the multiset of values."""
 
     in_over = True
+    distinct_is_same = True
 
     def partials(self, arg):
         return (Partial("m", self.name.lower(), arg if arg is not None else pa.int64()),)

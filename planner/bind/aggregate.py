@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar.dialect import GroupWindow
-from ..aggregate_kinds import COUNT, MAX, MIN, NAMES, AggregateKind, AggregateTypeError, is_aggregate, kind_of
+from ..aggregate_kinds import COUNT, NAMES, AggregateKind, AggregateTypeError, is_aggregate, kind_of
 from ..analysis.window_aggregate import as_window_aggregate
 from ..logical import nodes as L
 from ..types import unique_name
@@ -30,19 +30,7 @@ def has_aggregate(tree: exp.Expression) -> bool:
 def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None, having: exp.Having | None,
                       ctx: BindContext):
     group_items = list(group.expressions) if group is not None else []
-
-    # GROUP BY TUMBLE(ts, size): a window TVF under the aggregate, grouped by its bounds.
-    windows = [g for g in group_items if isinstance(g, GroupWindow)]
-    if len(windows) > 1:
-        raise ctx.error("only one group window is allowed in GROUP BY", windows[1])
-    if windows:
-        gw = windows[0]
-        group_items = [g for g in group_items if g is not gw]
-        node, scope = _apply_group_window(node, scope, gw, group_items, ctx)
-        group_items = [exp.column(c) for c in L.WINDOW_COLUMNS] + group_items
-        items = [_replace_window_helpers(i, gw, ctx) for i in items]
-        having = _replace_window_helpers(having, gw, ctx) if having is not None else None
-
+    node, scope, group_items, items, having = _group_window(node, scope, group_items, items, having, ctx)
     keys_bound = _bind_keys(group_items, items, scope, ctx)
 
     # Bind the SELECT items and HAVING over the input scope, aggregates allowed.
@@ -80,6 +68,22 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
         require_boolean(post_having, agg.schema, having.this, ctx)
     post_scope = Scope.of(agg.schema, None)
     return agg, post_scope, post_items, post_having
+
+
+def _group_window(node: L.Node, scope: Scope, group_items, items, having, ctx: BindContext):
+    """GROUP BY TUMBLE(ts, size): a window TVF under the aggregate, grouped by its bounds."""
+    windows = [g for g in group_items if isinstance(g, GroupWindow)]
+    if len(windows) > 1:
+        raise ctx.error("only one group window is allowed in GROUP BY", windows[1])
+    if not windows:
+        return node, scope, group_items, items, having
+    gw = windows[0]
+    group_items = [g for g in group_items if g is not gw]
+    node, scope = _apply_group_window(node, scope, gw, group_items, ctx)
+    group_items = [exp.column(c) for c in L.WINDOW_COLUMNS] + group_items
+    items = [_replace_window_helpers(i, gw, ctx) for i in items]
+    having = _replace_window_helpers(having, gw, ctx) if having is not None else None
+    return node, scope, group_items, items, having
 
 
 def _bind_keys(group_items, items, scope: Scope, ctx: BindContext) -> list[exp.Expression]:
@@ -201,25 +205,8 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
     if isinstance(a, exp.Filter):
         condition = a.expression.this if isinstance(a.expression, exp.Where) else a.expression
         a = a.this
-    kind = kind_of(a)
-    if kind is None:
-        raise ctx.error(f"aggregate {a.sql_name() if not isinstance(a, exp.Anonymous) else a.name} is not supported",
-                        a, help="use one of " + ", ".join(NAMES))
-    args = list(a.expressions) if isinstance(a, exp.Anonymous) else [e for e in [a.this] if e is not None]
-    arg = args[0] if args else None
-    try:
-        kind = kind.with_arguments(args[1:])
-    except AggregateTypeError as e:
-        raise ctx.error(str(e), a) from None
-    distinct = False
-    if isinstance(arg, exp.Distinct):
-        if len(arg.expressions) != 1:
-            raise ctx.error("DISTINCT aggregates take one argument", a)
-        distinct, arg = True, arg.expressions[0]
-    if distinct and not kind.takes_distinct and kind not in (MIN, MAX):
-        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a,
-                        help="DISTINCT works with COUNT, SUM, AVG, MIN and MAX")
-    distinct = distinct and kind.takes_distinct  # MIN/MAX of distinct values is the same
+    kind, arg = _kind_and_argument(a, ctx)
+    arg, distinct = _distinct(kind, arg, a, ctx)
     if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
         arg = None if condition is None else exp.Literal.number(1)
     elif arg is None:
@@ -227,6 +214,30 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
     if condition is not None:
         arg = exp.Case(ifs=[exp.If(this=condition, true=arg)])
     return kind, arg, distinct
+
+
+def _kind_and_argument(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.Expression | None]:
+    kind = kind_of(a)
+    if kind is None:
+        raise ctx.error(f"aggregate {a.sql_name() if not isinstance(a, exp.Anonymous) else a.name} is not supported",
+                        a, help="use one of " + ", ".join(NAMES))
+    args = list(a.expressions) if isinstance(a, exp.Anonymous) else [e for e in [a.this] if e is not None]
+    try:
+        return kind.with_arguments(args[1:]), (args[0] if args else None)
+    except AggregateTypeError as e:
+        raise ctx.error(str(e), a) from None
+
+
+def _distinct(kind: AggregateKind, arg, a: exp.Expression, ctx: BindContext) -> tuple[exp.Expression | None, bool]:
+    """The argument without DISTINCT, and whether DISTINCT changes the aggregate (not for MIN/MAX)."""
+    if not isinstance(arg, exp.Distinct):
+        return arg, False
+    if len(arg.expressions) != 1:
+        raise ctx.error("DISTINCT aggregates take one argument", a)
+    if not kind.takes_distinct and not kind.distinct_is_same:
+        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a,
+                        help="DISTINCT works with COUNT, SUM, AVG, MIN and MAX")
+    return arg.expressions[0], kind.takes_distinct
 
 
 def agg_type(kind: AggregateKind, arg_type: pa.DataType | None, node: exp.Expression,

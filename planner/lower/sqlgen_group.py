@@ -18,6 +18,7 @@ Tables are named after the operator id, in the job's own connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -70,51 +71,15 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     outputs: list[tuple[str, str]] = []  # (expression over n and multiset results, type)
     multiset_steps, multiset_joins, setup, compact, tables = [], [], [], [], [state]
 
+    b = _Build(op_id, K, key_types, d, signed, on, keys_of, columns, delta, merged, setup, multiset_steps,
+               multiset_joins, compact, tables)
     for i, a in enumerate(aggs):
         if a.kind.retracts_by_sign and not a.keeps_values:
-            # signed accumulators: a retraction subtracts what its row added
-            parts = {}
-            for p in a.partials(retracting=True):
-                name, t = f"__a{i}{p.suffix}", sql_type(p.type)
-                parts[p.suffix] = exp.column(name, table="n")
-                columns.append((name, t))
-                if a.arg is None:
-                    delta.append(f"SUM(__sg) AS {name}")
-                elif p.first == "count":
-                    delta.append(f"SUM(CASE WHEN {q(a.arg)} IS NULL THEN 0 ELSE __sg END) AS {name}")
-                else:
-                    value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type))
-                    delta.append(f"SUM({value.sql('duckdb')} * __sg) AS {name}")
-                merged.append(f"CAST(COALESCE(o.{name}, 0) + COALESCE(d.{name}, 0) AS {t}) AS {name}")
-            outputs.append((a.kind.final(parts, a.type).sql("duckdb"), sql_type(a.type)))
-            continue
-        if a.kind.ordered:
-            outputs.append(_ordered_log(op_id, i, a, K, key_types, d, signed, on, keys_of, setup, multiset_steps,
-                                        multiset_joins, compact, tables))
-            continue
-        # a multiset log of (key, value, count) per aggregate; the result is recomputed over its live values
-        arg = q(a.arg)
-        log, result = f"__ms_{op_id}_{i}", f"__m_{op_id}_{i}"
-        tables.append(log)
-        group = ", ".join(K + ["__v"])
-        ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
-        setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, __n BIGINT)")
-        multiset_steps.append(
-            f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
-            f"FROM {signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
-        reduce = a.kind.over_multiset(exp.column("__v", table="live"), exp.column("__n", table="live"), a.arg_type,
-                                      a.type, a.distinct).sql("duckdb")
-        live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])}, SUM(m.__n) AS __n FROM {log} m SEMI JOIN {d} d "
-                f"ON {on('m', 'd')} GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
-        # from the batch's keys, so a key without live values gets the aggregate of nothing (COUNT: 0)
-        multiset_steps.append(
-            f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{reduce} AS __r "
-            f"FROM {d} d LEFT JOIN ({live}) AS live ON {on('d', 'live')}" +
-            (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
-        multiset_joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-        compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
-                       f"GROUP BY {group} HAVING SUM(__n) <> 0")
-        outputs.append((f"{result}.__r", sql_type(a.type)))
+            outputs.append(_signed(b, i, a))
+        elif a.kind.ordered:
+            outputs.append(_ordered_log(b, i, a))
+        else:
+            outputs.append(_multiset_log(b, i, a))
 
     columns += [(f"__out{i}", t) for i, (_, t) in enumerate(outputs)]
     if ttl_us:  # when the key was last written, in processing time
@@ -169,19 +134,86 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
 
 
-def _ordered_log(op_id: int, i: int, a: AggCall, K: list[str], key_types: list[str], d: str, signed: str, on,
-                 keys_of, setup: list, steps: list, joins: list, compact: list, tables: list) -> tuple[str, str]:
+@dataclass
+class _Build:
+    """What the statements of a group aggregate are assembled from (see group_agg_sql)."""
+
+    op_id: int
+    K: list[str]  # the quoted keys
+    key_types: list[str]
+    d: str  # the batch's partials per key
+    signed: str  # the input rows with their sign (__sg)
+    on: Callable[[str, str], str]
+    keys_of: Callable[[str], list[str]]
+    columns: list  # the state table's columns
+    delta: list  # the batch's accumulators per key
+    merged: list  # the new accumulators
+    setup: list
+    steps: list
+    joins: list
+    compact: list
+    tables: list
+
+
+def _signed(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
+    """Signed accumulators (counts and sums): a retraction subtracts what its row added."""
+    parts = {}
+    for p in a.partials(retracting=True):
+        name, t = f"__a{i}{p.suffix}", sql_type(p.type)
+        parts[p.suffix] = exp.column(name, table="n")
+        b.columns.append((name, t))
+        if a.arg is None:
+            b.delta.append(f"SUM(__sg) AS {name}")
+        elif p.first == "count":
+            b.delta.append(f"SUM(CASE WHEN {q(a.arg)} IS NULL THEN 0 ELSE __sg END) AS {name}")
+        else:
+            value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type))
+            b.delta.append(f"SUM({value.sql('duckdb')} * __sg) AS {name}")
+        b.merged.append(f"CAST(COALESCE(o.{name}, 0) + COALESCE(d.{name}, 0) AS {t}) AS {name}")
+    return a.kind.final(parts, a.type).sql("duckdb"), sql_type(a.type)
+
+
+def _multiset_log(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
+    """A multiset log of (key, value, count); the result is recomputed over the live values of the batch's keys."""
+    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
+    arg = q(a.arg)
+    log, result = f"__ms_{b.op_id}_{i}", f"__m_{b.op_id}_{i}"
+    b.tables.append(log)
+    group = ", ".join(K + ["__v"])
+    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, b.key_types))
+    b.setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, __n BIGINT)")
+    b.steps.append(
+        f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
+        f"FROM {b.signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
+    reduce = a.kind.over_multiset(exp.column("__v", table="live"), exp.column("__n", table="live"), a.arg_type,
+                                  a.type, a.distinct).sql("duckdb")
+    live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])}, SUM(m.__n) AS __n FROM {log} m SEMI JOIN {d} d "
+            f"ON {on('m', 'd')} GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
+    # from the batch's keys, so a key without live values gets the aggregate of nothing (COUNT: 0)
+    b.steps.append(
+        f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{reduce} AS __r "
+        f"FROM {d} d LEFT JOIN ({live}) AS live ON {on('d', 'live')}" +
+        (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
+    b.joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
+    b.compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
+                     f"GROUP BY {group} HAVING SUM(__n) <> 0")
+    return f"{result}.__r", sql_type(a.type)
+
+
+def _ordered_log(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
     """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (key, value, arrival number, +1 or -1) per aggregate.
 
     A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
     ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
     """
-    arg, log, result = q(a.arg), f"__ol_{op_id}_{i}", f"__m_{op_id}_{i}"
-    tables.append(log)
-    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, key_types))
-    setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, {SEQ} BIGINT, __n BIGINT)")
-    steps.append(f"INSERT INTO {log} SELECT {''.join(k + ', ' for k in K)}{arg} AS __v, {SEQ}, __sg AS __n "
-                 f"FROM {signed} WHERE {arg} IS NOT NULL")
+    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
+    arg, log, result = q(a.arg), f"__ol_{b.op_id}_{i}", f"__m_{b.op_id}_{i}"
+    b.tables.append(log)
+    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, b.key_types))
+    b.setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, {SEQ} BIGINT, "
+                   "__n BIGINT)")
+    b.steps.append(f"INSERT INTO {log} SELECT {''.join(k + ', ' for k in K)}{arg} AS __v, {SEQ}, __sg AS __n "
+                   f"FROM {b.signed} WHERE {arg} IS NOT NULL")
     part = ", ".join(K + ["__v"])
 
     def live(source: str) -> str:
@@ -191,9 +223,9 @@ def _ordered_log(op_id: int, i: int, a: AggCall, K: list[str], key_types: list[s
 
     touched = f"(SELECT m.* FROM {log} m SEMI JOIN {d} d ON {on('m', 'd')}) AS m"
     value = a.kind.over_ordered(exp.column("__v", table="live"), exp.column(SEQ, table="live"), a.type).sql("duckdb")
-    steps.append(f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{value} AS __r "
-                 f"FROM {d} d LEFT JOIN ({live(touched)}) AS live ON {on('d', 'live')}" +
-                 (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
-    joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-    compact.append(f"CREATE OR REPLACE TABLE {log} AS {live(log + ' AS m')}")
+    b.steps.append(f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{value} "
+                   f"AS __r FROM {d} d LEFT JOIN ({live(touched)}) AS live ON {on('d', 'live')}" +
+                   (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
+    b.joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
+    b.compact.append(f"CREATE OR REPLACE TABLE {log} AS {live(log + ' AS m')}")
     return f"{result}.__r", sql_type(a.type)
