@@ -56,12 +56,7 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
     K = [q(k) for k in keys]
     key_types = [sql_type(input_schema.find(k).type) for k in keys]
 
-    def on(a: str, b: str) -> str:
-        return " AND ".join(f"{a}.{k} IS NOT DISTINCT FROM {b}.{k}" for k in K) or "TRUE"
-
-    def keys_of(alias: str) -> list[str]:
-        return [f"{alias}.{k}" for k in K]
-
+    on, keys_of = _joins_on(K), _keys_of(K)
     sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
     signed = f"(SELECT *, {sign} AS __sg FROM ({input_sql}) AS __rows)"
 
@@ -105,16 +100,39 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
         f"FROM {n} n {' '.join(multiset_joins)}",
     ]
 
-    names = K + [q(a.name) for a in aggs]
-    changed = " OR ".join(f"o.__out{i} IS DISTINCT FROM n.__out{i}" for i in range(len(outputs))) or "FALSE"
+    per_batch += _changes(b, [q(a.name) for a in aggs], len(outputs), state, o, n, emit)
+    if not ttl_us:
+        return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
+    logs = tuple(tables[1:])
+    if logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
+        per_batch[-1:-1] = [f"DELETE FROM {log} AS m USING {d} WHERE {on('m', d)} AND NOT EXISTS "
+                            f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
+    ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
+    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
+
+
+def _joins_on(K: list[str]) -> Callable[[str, str], str]:
+    """A join condition on the keys between two aliases (NULL keys match)."""
+    return lambda a, b: " AND ".join(f"{a}.{k} IS NOT DISTINCT FROM {b}.{k}" for k in K) or "TRUE"
+
+
+def _keys_of(K: list[str]) -> Callable[[str], list[str]]:
+    return lambda alias: [f"{alias}.{k}" for k in K]
+
+
+def _changes(b: _Build, names: list[str], n_out: int, state: str, o: str, n: str, emit: str) -> list[str]:
+    """The batch's changes (old state ``o`` against new ``n``), then the state updated; the last returns them."""
+    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
+    names = K + names
+    changed = " OR ".join(f"o.__out{i} IS DISTINCT FROM n.__out{i}" for i in range(n_out)) or "FALSE"
 
     def rows(src: str, op: ChangeOp, order: int) -> str:
-        values = keys_of(src) + [f"{src}.__out{i}" for i in range(len(outputs))]
+        values = keys_of(src) + [f"{src}.__out{i}" for i in range(n_out)]
         return (", ".join(f"{v} AS {name}" for v, name in zip(values, names)) +
                 f", CAST({op.sql} AS TINYINT) AS {q(OP)}, {order} AS __ord")
 
     both = f"FROM {o} o JOIN {n} n ON {on('o', 'n')}"
-    per_batch += [
+    return [
         f"CREATE OR REPLACE TEMP TABLE {emit} AS SELECT {', '.join(names + [q(OP)])} FROM ("
         f"SELECT {rows('o', ChangeOp.UPDATE_BEFORE, 0)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
         f"SELECT {rows('n', ChangeOp.UPDATE_AFTER, 1)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
@@ -124,14 +142,6 @@ def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], 
         f"INSERT INTO {state} SELECT * FROM {n} WHERE __cnt > 0",
         f"SELECT * FROM {emit}",
     ]
-    if not ttl_us:
-        return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
-    logs = tuple(tables[1:])
-    if logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
-        per_batch[-1:-1] = [f"DELETE FROM {log} AS m USING {d} WHERE {on('m', d)} AND NOT EXISTS "
-                            f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
-    ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
-    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
 
 
 @dataclass
