@@ -188,3 +188,21 @@ def test_ordered_aggregates_are_refused_in_sessions():
         engine.plan("SELECT k, LISTAGG(k) FROM ev GROUP BY SESSION(ts, INTERVAL '1' SECOND), k")
     with pytest.raises(dsms.SqlError, match="LISTAGG needs a string argument"):
         engine.plan("SELECT LISTAGG(v) FROM ev")
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT SUM(v) FILTER (WHERE k) FROM ev", "the condition must be BOOLEAN, not VARCHAR"),
+    ("SELECT UPPER(k) FILTER (WHERE v > 1) FROM ev", "FILTER \\(WHERE ...\\) applies to aggregate functions only"),
+    ("SELECT SUM(v) FILTER (WHERE SUM(v) > 1) FROM ev", "aggregate functions cannot be nested"),
+    ("SELECT COUNT(*) FILTER (WHERE v > 0) OVER (PARTITION BY k ORDER BY ts) FROM ev",
+     "FILTER \\(WHERE ...\\) is not supported over a window"),
+    ("SELECT LISTAGG(k, v) FROM ev", "the separator a string literal"),
+    ("SELECT GROUPING(k) FROM ev", "GROUPING\\(...\\) needs a GROUP BY"),
+    ("SELECT k, COUNT(*) FROM ev GROUP BY CUBE (k, v, price, ts, k, v, price)", "at most 64 are supported"),
+])
+def test_filter_and_grouping_mistakes_are_refused_with_a_position(sql, message):
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    with pytest.raises(dsms.SqlError, match=message) as e:
+        engine.plan(sql)
+    assert e.value.diagnostic.span is not None

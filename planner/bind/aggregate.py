@@ -111,15 +111,14 @@ def _aggregate_calls(trees: list[exp.Expression], ctx: BindContext) -> list[exp.
     found: list[exp.Expression] = []
     for tree in trees:
         for n in tree.walk():
-            unit = (isinstance(n, exp.Filter) and is_aggregate(n.this)) or \
-                (is_aggregate(n) and not isinstance(n.parent, exp.Filter))  # a call with its FILTER is one unit
-            if not unit:
-                continue
-            if n in found:
+            if isinstance(n, exp.Filter) and not is_aggregate(n.this):
+                raise ctx.error("FILTER (WHERE ...) applies to aggregate functions only", n)
+            unit = isinstance(n, exp.Filter) or (is_aggregate(n) and not isinstance(n.parent, exp.Filter))
+            if not unit or n in found:  # a call with its FILTER is one unit
                 continue
             call = n.this if isinstance(n, exp.Filter) else n
-            if any(is_aggregate(a) for a in call.walk() if a is not call):
-                raise ctx.error("aggregate functions cannot be nested", call)
+            if any(is_aggregate(a) for a in n.walk() if a is not call and a is not n):
+                raise ctx.error("aggregate functions cannot be nested", n)
             found.append(n)
     return found
 
@@ -131,6 +130,8 @@ def _bind_calls(agg_nodes, node: L.Node, pre: list, taken: list[str], out_names:
     calls: list[L.AggCall] = []
     for j, a in enumerate(agg_nodes):
         kind, arg, distinct = agg_parts(a, ctx)
+        if isinstance(a, exp.Filter):
+            require_boolean(arg.args["ifs"][0].this, node.schema, a.expression, ctx)
         arg_name = None
         if arg is not None:
             existing = next((n for n, e in pre if e == arg), None)
@@ -218,6 +219,8 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
 
 def _kind_and_argument(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.Expression | None]:
     kind = kind_of(a)
+    if isinstance(a, exp.Grouping):
+        raise ctx.error("GROUPING(...) needs a GROUP BY that names its arguments", a)
     if kind is None:
         raise ctx.error(f"aggregate {a.sql_name() if not isinstance(a, exp.Anonymous) else a.name} is not supported",
                         a, help="use one of " + ", ".join(NAMES))

@@ -100,6 +100,9 @@ def _check_tree(tree: exp.Expression, source: str | None, allow_aggregates: bool
                                       node_span(node), source))
         if isinstance(node, exp.Window):
             raise SqlError(Diagnostic("OVER windows are not supported here", node_span(node), source))
+        if isinstance(node, exp.Filter) and not is_aggregate(node.this):
+            raise SqlError(Diagnostic("FILTER (WHERE ...) applies to aggregate functions only", node_span(node),
+                                      source))
         if is_aggregate(node) or (isinstance(node, exp.Anonymous) and node.name.upper() in AGGREGATES):
             if not allow_aggregates:
                 raise SqlError(Diagnostic(f"aggregate functions are not allowed in {clause}", node_span(node), source))

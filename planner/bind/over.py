@@ -68,6 +68,9 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
     names: dict[int, str] = {}
     for j, w in enumerate(windows):
         func = w.this
+        if isinstance(func, exp.Filter):
+            raise ctx.error("FILTER (WHERE ...) is not supported over a window", func,
+                            help="filter in a subquery, or use CASE WHEN inside the aggregate")
         if not isinstance(func, exp.AggFunc):
             raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
                             "over a window", func, help="use COUNT, SUM, AVG, MIN or MAX, or ROW_NUMBER for Top-N")
