@@ -69,6 +69,18 @@ async def pull_latency(url: str, clients: int, seconds: float) -> list[float]:
     return latencies
 
 
+def feed_while(url: str, stop: threading.Event, rows_per_copy: int = 1000, pause: float = 0.1) -> int:
+    """COPY batches into the stream until ``stop``, so pull queries run while the engine processes input."""
+    sent = 0
+    with psycopg.connect(url, autocommit=True) as c:
+        while not stop.is_set():
+            with c.cursor().copy("COPY clicks FROM STDIN WITH (FORMAT csv)") as copy:
+                copy.write(csv_rows(rows_per_copy, sent))
+            sent += rows_per_copy
+            stop.wait(pause)
+    return sent
+
+
 def insert_statements(statements: int, per_statement: int) -> list[str]:
     return ["INSERT INTO clicks VALUES " + ", ".join(f"({(s * per_statement + i) % 1000}, {i / 7}, "
                                                      "TIMESTAMP '2024-01-01 00:00:00')" for i in range(per_statement))
@@ -183,6 +195,16 @@ def main() -> None:
                 lat = asyncio.run(pull_latency(url, clients, args.seconds))
                 print(f"  {clients:>2} clients: p50 {statistics.median(lat):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  "
                       f"({len(lat) / args.seconds:6.0f} queries/s)")
+            stop, fed = threading.Event(), []
+            feeder = threading.Thread(target=lambda: fed.append(feed_while(url, stop)))
+            feeder.start()
+            t = time.perf_counter()
+            lat = asyncio.run(pull_latency(url, 10, args.seconds))
+            stop.set()
+            feeder.join()
+            print(f"  10 clients while COPY feeds {fed[0] / (time.perf_counter() - t):,.0f} rows/s: "
+                  f"p50 {statistics.median(lat):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  "
+                  f"({len(lat) / args.seconds:6.0f} queries/s)")
             inproc = in_process_rate(args.rows)
             copy = copy_rate(url, args.rows)
             statements = insert_statements(args.inserts, 100)

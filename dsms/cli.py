@@ -28,7 +28,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the statements of FILE (as dsms run FILE) instead of opening the shell")
     parser.add_argument("--engine", dest="shell_engine", choices=Engine.engine_names(), default=None,
                         help="the shell (or -c / -f): where queries run, as SET 'engine'")
+    parser.add_argument("--connect", metavar="URL", default=None,
+                        help="the shell over the wire to a dsms server (postgresql://host:port; default: $DSMS_URL)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    shell_cmd = sub.add_parser("shell", help="the interactive shell (what dsms with no command opens)",
+                               description="The interactive shell: on an embedded engine, or with --connect (or "
+                                           "DSMS_URL) on a dsms server over the PostgreSQL protocol (docs/server.md).")
+    shell_cmd.add_argument("--connect", metavar="URL", default=None,
+                           help="connect to a dsms server, e.g. postgresql://127.0.0.1:6875 (default: $DSMS_URL)")
+    shell_cmd.add_argument("--state-dir", metavar="DIR", default=None, help="as dsms --state-dir (embedded engine)")
 
     run = sub.add_parser("run", help="run a script to completion (bounded sources) or until interrupted",
                          description="Run the statements of a script. Bounded sources are processed to the end: "
@@ -84,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
 def _main(parser: argparse.ArgumentParser, args) -> int:
     if args.command == "server":
         return serve(args)
+    if args.command in (None, "shell") and args.sql is None and args.file is None:
+        url = args.connect or os.environ.get("DSMS_URL")
+        if url:
+            return connect(url)
+    if args.command == "shell":
+        return shell(args.state_dir, args.shell_engine)
     if args.command is None:
         if args.sql is not None or args.file is not None:
             text = args.sql if args.sql is not None else _read(args.file)
@@ -121,6 +136,20 @@ def shell(state_dir: str | None, engine: str | None = None) -> int:
     from .repl import main as repl  # prompt-toolkit is loaded only when the shell starts
 
     return repl(state_dir=state_dir, engine=engine)
+
+
+def connect(url: str) -> int:
+    """``dsms shell --connect URL`` (or ``DSMS_URL``): the shell over the wire to a dsms server."""
+    if not sys.stdin.isatty():
+        print("dsms shell --connect needs a terminal; run scripts against a server with psql -f", file=sys.stderr)
+        return 2
+    from .repl.remote import main as remote  # prompt-toolkit and psycopg are loaded only here
+
+    try:
+        return remote(url)
+    except DsmsError as e:
+        print(str(e), file=sys.stderr)
+        return 1
 
 
 def serve(args) -> int:

@@ -452,6 +452,17 @@ class Job(Lifecycle):
         out.update(self.late_by_operator)
         return out
 
+    def backlog(self) -> dict[str, tuple[int, str]]:
+        """How far each source's reader is behind the head of its input, where the reader can tell cheaply
+        (a Kafka consumer's lag in messages, the bytes left of the file being read): name -> (amount, unit)."""
+        out = {}
+        for _, s in self.sources:
+            measure = getattr(_reader(s), "backlog", None)
+            amount = measure() if measure is not None else None
+            if amount is not None:
+                out[s.name] = amount
+        return out
+
     @property
     def late_by_operator(self) -> dict[str, int]:
         """``#id Kind`` -> late events that operator dropped, for the operators that drop late events."""

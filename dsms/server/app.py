@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from ..engine import Engine
 from ..errors import DsmsError
 from . import wire
-from .auth import ScramExchange, load_users
+from .auth import ScramExchange
 from .errors import ADMIN_SHUTDOWN, INVALID_PASSWORD, PROTOCOL_VIOLATION
 from .feeds import DEFAULT_LIMIT_ROWS
 from .host import EngineHost
 from .metrics import Metrics, serve_http
+from .pulls import PullReader
 from .session import REPORTED, Session, client_parameters
+from .users import Users
 
 log = logging.getLogger("dsms.server")
 
@@ -53,10 +55,11 @@ class Server:
         self.data_roots = [os.path.realpath(r) for r in roots]
         self.data_root = self.data_roots[0]
         self.subscriber_buffer = config.subscriber_buffer
-        self.users = load_users(config.users_file) if config.users_file else None
+        self.users = Users(config.users_file, config.state_dir)
         self.tls = _tls_context(config.tls_cert, config.tls_key)
         self.metrics = Metrics()
         self.host: EngineHost | None = None
+        self.pulls: PullReader | None = None
         self.sessions: dict[int, tuple[int, Session]] = {}
         self.writers: set[asyncio.StreamWriter] = set()
         self.ready = False
@@ -73,6 +76,7 @@ class Server:
         self.host = EngineHost(engine, self.metrics.checkpoint_seconds.set)
         self.host.statuses = {k: q.job.status for k, q in engine.queries.running.items()}
         self.host.start()
+        self.pulls = PullReader(self.host, self.metrics)
         listener = await asyncio.start_server(self.connection, self.config.host, self.config.port)
         self.port = listener.sockets[0].getsockname()[1]
         self._listeners.append(listener)
@@ -84,7 +88,7 @@ class Server:
         self.ready = True
         log.info("dsms server listening on postgresql://%s:%d (state dir %s, data roots %s%s%s)", self.config.host,
                  self.port, self.config.state_dir, ", ".join(self.data_roots),
-                 ", password authentication" if self.users is not None else "", ", TLS" if self.tls else "")
+                 ", password authentication" if self.users.required else "", ", TLS" if self.tls else "")
 
     async def stop(self) -> None:
         self.ready = False
@@ -97,6 +101,8 @@ class Server:
                 writer.close()
             except (ConnectionError, RuntimeError):
                 pass
+        if self.pulls is not None:
+            self.pulls.close()
         if self.host is not None:
             await asyncio.to_thread(self.host.stop)
         log.info("dsms server stopped")
@@ -118,7 +124,7 @@ class Server:
                 log.warning("client %s: password authentication failed for user %s", peer, user)
                 return
             pid, secret = next(self._pids), secrets.randbits(31)
-            settings = await self.host.call(lambda e: dict(e.catalog.settings))
+            settings = await self.host.call(lambda e: dict(e.catalog.settings), reads_only=True)
             session = Session(self, reader, writer, user, database, client_parameters(user, params), settings, pid)
             self.sessions[pid] = (secret, session)
             writer.write(wire.auth_ok() + b"".join(wire.parameter_status(k, session.params[k]) for k in REPORTED)
@@ -176,7 +182,7 @@ class Server:
             return wire.startup_params(body)
 
     async def _authenticate(self, reader, writer, user: str) -> bool:
-        if self.users is None:
+        if not self.users.required:
             return True
         exchange = ScramExchange(self.users.get(user))
         writer.write(wire.auth_sasl(["SCRAM-SHA-256"]))

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import DsmsError
+from ..grammar.dialect import Dsms
 from .pgtypes import TYPE_NAMES, TYPE_SIZES, type_oid
 
 FIRST_OID = 16384
@@ -121,6 +122,9 @@ CREATE MACRO pg_is_in_recovery() AS false;
 CREATE MACRO pg_relation_is_publishable(x) AS false;
 CREATE MACRO pg_relation_size(x) AS 0;
 CREATE MACRO pg_total_relation_size(x) AS 0;
+CREATE MACRO pg_stat_get_numscans(x) AS 0;
+CREATE MACRO parse_ident(x, strict := true) AS list_transform(string_split(x, '.'),
+  lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-2], '""', '"') ELSE lower(p) END);
 CREATE MACRO pg_table_size(x) AS 0;
 CREATE MACRO pg_size_pretty(x) AS '0 bytes';
 CREATE MACRO quote_ident(x) AS CASE WHEN regexp_matches(x, '^[a-z_][a-z0-9_]*$') THEN x
@@ -130,13 +134,33 @@ CREATE MACRO array_lower(a, d) AS 1;
 CREATE MACRO current_schemas(x) AS ['public'];
 CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01';
 CREATE MACRO txid_current() AS 1;
-CREATE MACRO to_regclass(x) AS (SELECT oid FROM pg_class WHERE relname = x);
+CREATE MACRO to_regclass(x) AS CASE lower(x) WHEN 'pg_class' THEN 1259 WHEN 'pg_namespace' THEN 2615
+  WHEN 'pg_constraint' THEN 2606 WHEN 'pg_type' THEN 1247 WHEN 'pg_proc' THEN 1255 WHEN 'pg_attribute' THEN 1249
+  WHEN 'pg_database' THEN 1262 WHEN 'pg_index' THEN 2610 WHEN 'pg_trigger' THEN 2620
+  ELSE (SELECT oid FROM pg_class WHERE relname = x) END;
+CREATE VIEW _is_schemata AS SELECT * FROM information_schema.schemata
+  WHERE schema_name IN ('public', 'pg_catalog', 'information_schema');
+CREATE VIEW _is_tables AS SELECT t.* REPLACE (CASE WHEN c.relkind = 'v' THEN 'VIEW' ELSE t.table_type END AS table_type)
+  FROM information_schema.tables t LEFT JOIN pg_class c ON c.relname = t.table_name WHERE t.table_schema = 'public';
+CREATE VIEW _is_columns AS SELECT col.* REPLACE (coalesce(n.typname_sql, col.data_type) AS data_type)
+  FROM information_schema.columns col LEFT JOIN pg_class c ON c.relname = col.table_name
+  LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = col.column_name
+  LEFT JOIN _type_names n ON n.oid = a.atttypid WHERE col.table_schema = 'public';
+CREATE VIEW _is_views AS SELECT * FROM information_schema.tables WHERE table_schema = 'public' AND
+  table_name IN (SELECT relname FROM pg_class WHERE relkind = 'v');
 """
 
 _REWRITES = [
+    # Grafana's "schemas on the search path": a scalar function in FROM (string_to_array … s), which DuckDB
+    # does not take; the schemas on the path are what current_schemas() gives.
+    (re.compile(r"SELECT\s+CASE\s+WHEN\s+trim\(s\[i\]\)\s*=\s*'\"\$user\"'\s+THEN\s+user\s+ELSE\s+trim\(s\[i\]\)"
+                r"\s+END\s+FROM\s+generate_series\(.*?\)\s+as\s+i\s*,\s*string_to_array\(\s*current_setting\("
+                r"\s*'search_path'\s*\)\s*,\s*','\s*\)\s+s\b", re.I | re.S), "SELECT unnest(current_schemas(false))"),
     (re.compile(r"OPERATOR\s*\(\s*pg_catalog\.([~!<>=]+)\s*\)", re.I), r"\1"),
     (re.compile(r"\s+COLLATE\s+(pg_catalog\.)?\"?(default|C)\"?", re.I), ""),
     (re.compile(r"\bpg_catalog\.", re.I), ""),
+    (re.compile(r"'([A-Za-z0-9_.]*)'\s*::\s*regclass\b", re.I), r"to_regclass('\1')"),
+    (re.compile(r"\binformation_schema\.(schemata|tables|columns|views)\b", re.I), r"_is_\1"),
     (re.compile(r"::\s*(regclass|regtype|regproc|regnamespace|oid)\b", re.I), "::BIGINT"),
     (re.compile(r"::\s*\"char\"", re.I), "::VARCHAR"),
     (re.compile(r"::\s*name\b", re.I), "::VARCHAR"),
@@ -164,6 +188,7 @@ class PgCatalog:
         self.duck.execute("CREATE SCHEMA public")
         self._fingerprint = None
         self._session = None
+        self._roles: tuple[str, ...] | None = None
         self._fill_static()
 
     def _fill_static(self) -> None:
@@ -171,7 +196,6 @@ class PgCatalog:
         d.execute("INSERT INTO pg_namespace VALUES (11, 'pg_catalog', 10, NULL), (2200, 'public', 10, NULL), "
                   "(13000, 'information_schema', 10, NULL)")
         d.execute("INSERT INTO pg_am VALUES (2, 'heap', 't')")
-        d.execute("INSERT INTO pg_roles VALUES (10, 'dsms', true, true, true, true, true, false, -1, NULL, true, NULL)")
         rows = [(oid, name.split(" ")[0] if " " not in name else name, NAMESPACE_PG, 10, TYPE_SIZES.get(oid, -1))
                 for oid, name in TYPE_NAMES.items()]
         short = {16: "bool", 17: "bytea", 20: "int8", 21: "int2", 23: "int4", 25: "text", 114: "json", 700: "float4",
@@ -205,7 +229,7 @@ class PgCatalog:
             descriptions.append((oid, 1259, 0, f"dsms {kind}"))
             query = getattr(obj, "query", None)
             if query is not None:
-                definitions.append((oid, query.sql(dialect="postgres")))
+                definitions.append((oid, query.sql(dialect=Dsms)))  # dsms SQL: TUMBLE(…) and the like are its own
             columns = []
             for n, f in enumerate(fields, 1):
                 t = type_oid(f.type)
@@ -231,6 +255,16 @@ class PgCatalog:
         d.execute("INSERT INTO pg_matviews SELECT 'public', c.relname, 'dsms', x.definition FROM pg_class c "
                   "JOIN _definitions x ON x.oid = c.oid WHERE c.relkind = 'm'")
         self._fingerprint = fingerprint
+
+    def refresh_roles(self, roles: tuple[str, ...]) -> None:
+        """pg_roles: the bootstrap role ``dsms`` and the server's users (``--users``, CREATE USER)."""
+        if roles == self._roles:
+            return
+        names = ["dsms"] + [r for r in roles if r != "dsms"]
+        self.duck.execute("DELETE FROM pg_roles")
+        self.duck.executemany("INSERT INTO pg_roles VALUES (?, ?, true, true, true, true, true, false, -1, NULL, "
+                              "true, NULL)", [(10 if i == 0 else ROLE_OID + i, name) for i, name in enumerate(names)])
+        self._roles = roles
 
     def run(self, sql: str, params: dict, user: str, database: str) -> pa.Table:
         session = (user, database, tuple(sorted(params.items())))
@@ -259,8 +293,9 @@ class PgCatalog:
         d.execute(f"CREATE OR REPLACE MACRO current_database() AS {_quote(database)}")
         d.execute(f"CREATE OR REPLACE MACRO current_user() AS {_quote(user)}")
         d.execute(f"CREATE OR REPLACE MACRO session_user() AS {_quote(user)}")
-        d.execute("CREATE OR REPLACE MACRO current_setting(x, m := false) AS "
-                  "(SELECT setting FROM pg_settings WHERE name = lower(x))")
+        # A CASE of constants, not a lookup: Grafana calls it inside generate_series(), which takes no subquery.
+        cases = " ".join(f"WHEN {_quote(k)} THEN {_quote(str(v))}" for k, v in settings.items())
+        d.execute(f"CREATE OR REPLACE MACRO current_setting(x, m := false) AS CASE lower(x) {cases} END")
 
 
 def _quote(text: str) -> str:
@@ -268,12 +303,14 @@ def _quote(text: str) -> str:
 
 
 _CATALOGS: dict[int, PgCatalog] = {}
+ROLE_OID = 20000  # the users' role oids start after it
 
 
-def answer_catalog(engine, sql: str, params: dict, user: str, database: str) -> pa.Table:
+def answer_catalog(engine, sql: str, params: dict, user: str, database: str, roles: tuple[str, ...] = ()) -> pa.Table:
     """Run a catalog query for a client (engine thread: it reads the dsms catalog)."""
     pg = _CATALOGS.get(id(engine))
     if pg is None:
         pg = _CATALOGS[id(engine)] = PgCatalog()
     pg.refresh(engine.catalog, database)
+    pg.refresh_roles(roles)
     return pg.run(sql, params, user, database)

@@ -81,7 +81,7 @@ class Cursors:
             feed = self.feeds.pop(n, None)
             if feed is None:
                 raise WireError(INVALID_CURSOR, f"cursor \"{n}\" does not exist")
-            await self.session.end_feed(feed)
+            await self.session.results.end_feed(feed)
         return Outcome("CLOSE CURSOR")
 
 

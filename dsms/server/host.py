@@ -33,21 +33,63 @@ class EngineHost:
         self.statuses: dict[str, str] = {}
         self.checkpoint_observer = checkpoint_observer
         self.step_error: BaseException | None = None
+        # Read by reader threads: the rows of each watched materialized view as of the last step (published
+        # whole, so a reader sees every view as it was between two steps), and how many write commands had
+        # been processed when they were published.
+        self.watched: dict[int, object] = {}
+        self.published: dict[int, tuple[int, object]] = {}
+        self.writes = 0
+        self.settled = 0
 
     def start(self) -> None:
         self.thread.start()
 
-    def submit(self, fn: Callable) -> concurrent.futures.Future:
-        """Run ``fn(engine)`` on the engine thread; the future holds its result or its error."""
+    def submit(self, fn: Callable, reads_only: bool = False) -> concurrent.futures.Future:
+        """Run ``fn(engine)`` on the engine thread; the future holds its result or its error.
+
+        ``reads_only``: the command changes no data (a pull query's plan, a
+        catalog query), so a pull that follows need not wait for it.
+        """
         future: concurrent.futures.Future = concurrent.futures.Future()
         if self.stopping.is_set():
             future.set_exception(RuntimeError("the server is shutting down"))
             return future
-        self.commands.put((fn, future))
+        self.commands.put((fn, future, reads_only))
         return future
 
-    async def call(self, fn: Callable):
-        return await asyncio.wrap_future(self.submit(fn))
+    async def call(self, fn: Callable, reads_only: bool = False):
+        return await asyncio.wrap_future(self.submit(fn, reads_only))
+
+    # -- snapshots of materialized views for readers on other threads -----------------------
+
+    def watch(self, query) -> None:
+        """Publish ``query``'s rows after every step from now on (engine thread)."""
+        if id(query) not in self.watched:
+            self.watched[id(query)] = query
+            self._publish()
+
+    def rows_of(self, query):
+        """The rows of a watched view as of the engine's last step (any thread), or None."""
+        entry = self.published.get(id(query))
+        return None if entry is None else entry[1]
+
+    def settle(self, engine) -> int:
+        """Process everything received, publish, and say how many writes that covers (engine thread)."""
+        while engine.step():
+            pass
+        self._publish()
+        self.settled = self.writes
+        return self.settled
+
+    def _publish(self) -> None:
+        running = {id(q): q for q in self.engine.queries.running.values()}
+        for key in [k for k in self.watched if k not in running]:
+            del self.watched[key]
+            self.published.pop(key, None)
+        for key, query in self.watched.items():
+            seen = self.published.get(key)
+            if seen is None or seen[0] != query.output.rows:
+                self.published[key] = (query.output.rows, query.handle.snapshot())
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop stepping, then checkpoint and close the engine (on its own thread)."""
@@ -74,6 +116,10 @@ class EngineHost:
                     log.error("engine step failed: %s", e)
                 self.step_error, moved = e, False
             self._log_statuses()
+            if self.watched:
+                self._publish()  # cheap when nothing changed: it compares row counts
+            if not moved:  # nothing left to process: every write so far is in the views
+                self.settled = self.writes
             if not moved and not ran:
                 self._run_commands(block=True)
 
@@ -81,12 +127,14 @@ class EngineHost:
         ran = False
         while True:
             try:
-                fn, future = self.commands.get(timeout=IDLE_WAIT_S) if block and not ran else self.commands.get_nowait()
+                fn, future, reads_only = (self.commands.get(timeout=IDLE_WAIT_S) if block and not ran
+                                          else self.commands.get_nowait())
             except queue.Empty:
                 return ran
             ran = True
             if not future.set_running_or_notify_cancel():
                 continue
+            self.writes += not reads_only  # before its client hears back, so the client's count covers it
             try:
                 future.set_result(fn(self.engine))
             except BaseException as e:  # the client gets the error; the engine goes on

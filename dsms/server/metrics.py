@@ -28,9 +28,13 @@ def query_stats(engine) -> dict:
         job = query.job
         stats = query.stats()
         wm = stats["watermark"]
+        late = dict(getattr(job, "late", {}) or {})
+        by_operator = dict(getattr(job, "late_by_operator", {}) or {})
+        backlog = getattr(job, "backlog", None)
         queries.append({"id": query.id, "kind": query.kind, "status": stats["status"],
                         "rows_in": stats["rows_in"], "rows_out": stats["rows_out"],
-                        "late": dict(getattr(job, "late", {}) or {}), "state_rows": stats["state_rows"],
+                        "late": {k: v for k, v in late.items() if k not in by_operator}, "late_by_operator": by_operator,
+                        "backlog": backlog() if backlog is not None else {}, "state_rows": stats["state_rows"],
                         "state_bytes": stats["state_bytes"],
                         "watermark_us": wm if wm is not None and MIN_WATERMARK < wm < MAX_WATERMARK else None,
                         "checkpoint_age_s": (now_us - query.checkpoint_at) / 1e6
@@ -49,8 +53,15 @@ class _QueryCollector:
         families = {
             "in": CounterMetricFamily("dsms_query_events_in", "Events the query has read", labels=["query"]),
             "out": CounterMetricFamily("dsms_query_rows_out", "Rows (changes) the query has emitted", labels=["query"]),
-            "late": CounterMetricFamily("dsms_query_late_events_dropped", "Late events dropped, per source",
+            "late": CounterMetricFamily("dsms_query_late_events_dropped", "Late events dropped by a source "
+                                        "(under operators that do not judge lateness per window)",
                                         labels=["query", "source"]),
+            "oplate": CounterMetricFamily("dsms_operator_late_events_dropped", "Late events dropped by an operator "
+                                          "(#id Kind, as EXPLAIN and SHOW PROGRESS name it)",
+                                          labels=["query", "operator"]),
+            "backlog": GaugeMetricFamily("dsms_source_lag", "How far a source's reader is behind the head of its "
+                                         "input: Kafka consumer lag (messages), bytes left of the file being read",
+                                         labels=["query", "source", "unit"]),
             "wm": GaugeMetricFamily("dsms_query_watermark_seconds", "The query's output watermark (Unix seconds)",
                                     labels=["query"]),
             "lag": GaugeMetricFamily("dsms_query_watermark_lag_seconds", "Wall-clock time minus the watermark",
@@ -69,6 +80,10 @@ class _QueryCollector:
             families["out"].add_metric([qid], s["rows_out"])
             for source, n in s["late"].items():
                 families["late"].add_metric([qid, source], n)
+            for operator, n in s["late_by_operator"].items():
+                families["oplate"].add_metric([qid, operator], n)
+            for source, (amount, unit) in s["backlog"].items():
+                families["backlog"].add_metric([qid, source, unit], amount)
             if s["watermark_us"] is not None:
                 families["wm"].add_metric([qid], s["watermark_us"] / 1e6)
                 families["lag"].add_metric([qid], (wall - s["watermark_us"]) / 1e6)
@@ -95,6 +110,9 @@ class Metrics:
         self.errors = Counter("dsms_statement_errors", "Statements that ended in an error", registry=r)
         self.rows_streamed = Counter("dsms_rows_streamed", "Changes sent to subscribers", registry=r)
         self.rows_copied = Counter("dsms_copy_rows", "Rows received by COPY FROM STDIN", registry=r)
+        self.pulls = Counter("dsms_pull_queries", "Pull queries over materialized views, by where they were answered "
+                             "(reader: a plan run on a reader thread; engine: planned and run on the engine thread)",
+                             ["served_by"], registry=r)
         self.dropped = Counter("dsms_subscribers_dropped", "Subscribers dropped for falling behind", registry=r)
         self.checkpoint_seconds = Gauge("dsms_checkpoint_duration_seconds",
                                         "Duration of the last checkpoint of every query the server took", registry=r)

@@ -181,7 +181,7 @@ def _numeric_from_binary(data: bytes) -> decimal.Decimal:
 # -- bound parameters ---------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
-_NUMERIC_OIDS = (INT2, INT4, INT8, FLOAT4, FLOAT8, NUMERIC, OID)
+NUMERIC_OIDS = (INT2, INT4, INT8, FLOAT4, FLOAT8, NUMERIC, OID)
 
 
 class ParameterError(ValueError):
@@ -229,7 +229,7 @@ def sql_literal(value, oid: int) -> str:
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
     text = str(value)
-    if oid in _NUMERIC_OIDS:
+    if oid in NUMERIC_OIDS:
         if not _NUMBER.match(text):
             raise ParameterError(f"'{text}' is not a valid {TYPE_NAMES[oid]}")
         return text.strip()

@@ -34,6 +34,7 @@ from ..grammar import (
 from ..planner import plan_query
 from ..planner.catalog import DEFAULT_SETTINGS, SourceDef
 from ..planner.vocabulary import OP
+from ..pull import pull_schema
 from .copy_in import target_columns
 from .feeds import Feed
 from .paths import check_paths
@@ -53,6 +54,8 @@ DECLARE = re.compile(rf"^\s*DECLARE\s+(\"[^\"]+\"|{_WORD})\b.*?\bCURSOR\b.*?\bFO
 FETCH = re.compile(rf"^\s*FETCH\s+(?:(?:FORWARD\s+)?(ALL|\d+)\s+)?(?:(?:FROM|IN)\s+)?(\"[^\"]+\"|{_WORD})\s*"
                    r"(?:WITH\s*\(\s*TIMEOUT\s*=?\s*'?([^')]*)'?\s*\))?\s*$", re.I)
 CLOSE = re.compile(rf"^\s*CLOSE\s+(\"[^\"]+\"|{_WORD}|ALL)\s*$", re.I)
+# SHOW words that are dsms statements, not client parameters.
+DSMS_SHOW_WORDS = {"streams", "tables", "views", "sinks", "queries", "functions", "progress", "materialized"}
 FLUSH = re.compile(r"^\s*FLUSH\s*$", re.I)
 CATALOG = re.compile(r"\b(pg_catalog|information_schema|pg_[a-z_]+|version\s*\(|current_(schema|database|user|setting)"
                      r"|session_user|has_\w+_privilege)\b", re.I)
@@ -102,7 +105,8 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
         handle.keep_changes_only()
         schema = pa.schema([f for f in handle.schema if f.name != OP])  # the feed's own op column replaces it
         return Outcome("SELECT", feed=feed_factory(engine, handle.name, schema, handle.cancel, snapshot=False),
-                       notices=list(result.warnings))
+                       notices=list(result.warnings) + [f"{handle.name} runs this query until the client cancels "
+                                                        f"or leaves (SHOW PROGRESS {handle.name})"])
     result = engine.execute_in_session(stmt, settings, data_root)
     if result.kind == "query":  # a SELECT over streams: its answer over what they hold now
         handle = result.query
@@ -172,6 +176,9 @@ def dry_run(engine, text: str, settings: dict) -> Outcome:
     """The columns of a SELECT/SHOW/DESCRIBE/EXPLAIN, found by planning (queries) or running (the rest)."""
     stmt = parse_statement(text)
     if isinstance(stmt, QueryStatement):
+        schema = pull_schema(stmt, engine.catalog)
+        if schema is not None:
+            return Outcome("SELECT", schema.empty_table())
         schema = plan_query(stmt.query, engine.catalog, stmt.source).schema.to_arrow()
         if is_push_query(stmt):
             return Outcome("SELECT", feed=SchemaOnly(schema))

@@ -108,6 +108,19 @@ class KafkaSource:
             position["stop"] = {f"{t}:{p}": o for (t, p), o in self.stop.items()}
         return position
 
+    def backlog(self) -> tuple[int, str] | None:
+        """Consumer lag: messages between this reader's positions and the partitions' high watermarks, as
+        the client last heard them from the broker (it fetches ahead in the background), so asking is cheap."""
+        if not self.next or not self._assigned:
+            return None
+        lag = 0
+        for (t, p), off in self.next.items():
+            if self.slot[(t, p)] not in self.done_slots:
+                high = self.consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
+                if high is not None and high[1] >= 0:
+                    lag += max(0, high[1] - off)
+        return lag, "messages"
+
     def seek(self, position: dict) -> None:
         offsets = position.get("offsets")
         if not offsets:

@@ -161,6 +161,15 @@ class LineSource(FileSource):
             if table.num_rows:
                 return table
 
+    def backlog(self) -> tuple[int, str] | None:
+        """Bytes of the file being read that are not read yet (None between files)."""
+        if self._reader is None or self._name is None:
+            return None
+        try:
+            return max(0, os.path.getsize(self.files.full(self._name)) - self._reader.offset), "bytes"
+        except OSError:
+            return None
+
     @property
     def position(self) -> dict:
         if self._reader is not None:
