@@ -22,11 +22,11 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from dataclasses import replace
 
 import pyarrow as pa
 
 from .describe import check_unread, describe, show_catalog
+from .engine_state import EngineState
 from .grammar import (
     CreateMaterializedView,
     CreateSink,
@@ -40,9 +40,7 @@ from .grammar import (
     Insert,
     PauseQuery,
     QueryStatement,
-    ResetOption,
     ResumeQuery,
-    SetOption,
     Show,
     SqlError,
     Statement,
@@ -54,21 +52,20 @@ from .inserts import as_deleted, as_inserted, insert_rows, memory_source
 from .planner import Catalog, PlannedQuery, plan_query
 from .planner.analysis.routing import RouteChoice
 from .planner.analysis.sink_target import check_sink_target
-from .planner.catalog import DEFAULT_SETTINGS, SETTING_ALIASES, SourceDef
+from .planner.catalog import SourceDef
 from .planner.ddl import bind_create_mv, bind_create_sink, bind_create_source, bind_create_view
 from .pull import pulled_views, run_pull
-from .queries import Queries, RunningQuery, Subscription, rows_table
+from .queries import Queries, RunningQuery, Subscription
 from .query import QueryHandle, QueryStatus, Result
 from .runtime.convert import to_table
 from .runtime.memory import data_schema
 from .runtime.routes import engine_names
 from .runtime.session import Session
 from .script import ScriptProgress
-from .settings import check_setting
 from .state_dir import StateDir
 
 
-class Engine:
+class Engine(EngineState):
     """Declare streams, run continuous queries over them, read their results.
 
     Args:
@@ -434,36 +431,6 @@ class Engine:
             text = self.session.explain(planned, self.catalog.settings, logical="logical" in stmt.options)
         return Result("rows", message=text, table=pa.table({"plan": text.split("\n")}))
 
-    def _do_SetOption(self, stmt: SetOption, base: str) -> Result:
-        if stmt.key is None:
-            rows = [{"key": k, "value": v} for k, v in sorted(self.catalog.settings.items())]
-            return Result("rows", table=rows_table(rows, ["key", "value"]))
-        if stmt.key in SETTING_ALIASES:  # Flink's name of a setting
-            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
-        self._set(stmt.key, stmt.value, stmt, save=True)
-        return Result("ok", f"Set {stmt.key} = {stmt.value}")
-
-    def _set(self, key: str, value: str, stmt: SetOption | None, save: bool) -> None:
-        key = SETTING_ALIASES.get(key, key)  # Flink's name of a setting
-        check_setting(key, value, *((stmt.span, stmt.source) if stmt is not None else ()))
-        if key == "batch.size":
-            self.scheduler.batch_rows = self.batch_rows or int(value)  # for queries started from now on
-        self.catalog.settings[key] = value
-        if save:
-            self._save_settings()
-
-    def _do_ResetOption(self, stmt: ResetOption, base: str) -> Result:
-        if stmt.key in SETTING_ALIASES:
-            stmt = replace(stmt, key=SETTING_ALIASES[stmt.key])
-        if stmt.key is None:
-            self.catalog.settings = dict(DEFAULT_SETTINGS)
-        elif stmt.key in DEFAULT_SETTINGS:
-            self.catalog.settings[stmt.key] = DEFAULT_SETTINGS[stmt.key]
-        else:
-            self.catalog.settings.pop(stmt.key, None)
-        self._save_settings()
-        return Result("ok", "Reset")
-
     def _do_Drop(self, stmt: Drop, base: str) -> Result:
         name = stmt.name.value
         if stmt.kind == "query":
@@ -510,40 +477,6 @@ class Engine:
     def _do_ResumeQuery(self, stmt: ResumeQuery, base: str) -> Result:
         query = self.queries.get(stmt.name, stmt.source)
         return Result("ok", self.queries.resume(query))
-
-    # -- the state directory ----------------------------------------------------------
-
-    def _restore(self) -> None:
-        """Recreate the saved catalog, in order, each object under the settings it was created with."""
-        for entry in self.durable.objects:
-            self.catalog.settings = dict(entry["settings"])
-            if self.batch_rows:
-                self.scheduler.batch_rows = self.batch_rows
-            self._replaying = entry
-            try:
-                self.execute_statement(parse_statement(entry["sql"]), entry["base"])
-            except DsmsError as e:
-                raise DsmsError(f"cannot restore {entry['kind']} '{entry['name']}' from the state directory "
-                                f"{self.durable.path}: {e}") from e
-            finally:
-                self._replaying = None
-        self.catalog.settings = dict(self.durable.settings or DEFAULT_SETTINGS)
-        if self.catalog.settings.get("batch.size", "").isdigit():
-            self.scheduler.batch_rows = int(self.catalog.settings["batch.size"])
-        if self.batch_rows:
-            self.scheduler.batch_rows = self.batch_rows
-        for obj in self.catalog.of_kind("stream", "table"):
-            if isinstance(obj, SourceDef) and obj.descriptor.insertable:
-                self.scheduler.memory_log(obj)  # what was inserted is back before anything runs
-
-    def _save_create(self, kind: str, name: str, stmt: Statement, base: str) -> str | None:
-        if self.durable is None or self._replaying is not None:
-            return None
-        return self.durable.record_create(kind, name, stmt.text, base, self.catalog.settings)
-
-    def _save_settings(self) -> None:
-        if self.durable is not None and self._replaying is None and not self._in_session:
-            self.durable.record_settings(self.catalog.settings)
 
     def sink(self, name: str) -> QueryHandle:
         """The results of a memory sink or a materialized view."""

@@ -101,48 +101,15 @@ def declare(sql: str, catalog: Catalog | None = None, base_dir: str | None = Non
 def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> SourceDef:
     """Check a CREATE STREAM / TABLE and turn it into a SourceDef."""
     src = stmt.source
-    fields: list[Field] = []
-    for c in stmt.columns:
-        if any(f.name.lower() == c.name.value.lower() for f in fields):
-            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
-        fields.append(Field(c.name.value, parse_type(c.type_text, c.type_span or c.span, src), nullable=not c.not_null))
-    if not fields:
-        raise SqlError(Diagnostic("a source needs at least one column", stmt.span, src))
+    fields = _bind_columns(stmt)
     physical = tuple(f.name for f in fields)
-
-    computed = []
-    for c in stmt.computed:
-        if any(f.name.lower() == c.name.value.lower() for f in fields):
-            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
-        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
-            # A processing-time attribute: filled with the time each event arrives.
-            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
-            computed.append((c.name.value, c.expr))
-            continue
-        base = Schema(tuple(fields[: len(physical)]))
-        bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
-        fields.append(Field(c.name.value, infer_type(bound, base, src)))
-        computed.append((c.name.value, bound))
-
+    computed = _bind_computed(stmt, fields)
     watermark = None
     if stmt.watermark is not None:
         watermark = _bind_watermark(stmt, fields)
         fields = [Field(f.name, f.type, f.nullable, rowtime=True) if f.name == watermark.column else f for f in fields]
-
-    key = []
-    for k in stmt.primary_key:
-        f = next((f for f in fields if f.name.lower() == k.value.lower()), None)
-        if f is None:
-            raise SqlError(Diagnostic(f"unknown column '{k.value}' in PRIMARY KEY", k.span, src,
-                                      help=did_you_mean(k.value, [f.name for f in fields])))
-        key.append(f.name)
-
-    kind = stmt.kind
-    if kind == "stream" and key:
-        raise SqlError(Diagnostic("a STREAM is append-only and cannot have a PRIMARY KEY", stmt.span, src,
-                                  help="declare it as a TABLE to read it as an updating relation"))
-    if kind == "table" and not key:
-        kind = "stream"  # As in Flink: a table without a key is an append-only stream.
+    key = _bind_primary_key(stmt, fields)
+    kind = _source_kind(stmt, key)
     if key:
         # As in Flink, primary key columns are NOT NULL.
         fields = [Field(f.name, f.type, False, f.rowtime) if f.name in key else f for f in fields]
@@ -168,6 +135,57 @@ def bind_create_source(stmt: CreateSource, base_dir: str | None = None) -> Sourc
     return SourceDef(name=stmt.name.value, kind=kind, schema=Schema(tuple(fields)), physical=physical,
                      computed=tuple(computed), watermark=watermark, primary_key=tuple(key), options=options,
                      base_dir=base_dir, ddl=stmt.text, metadata=metadata)
+
+
+def _bind_columns(stmt: CreateSource) -> list[Field]:
+    """The declared (physical and METADATA) columns, each named once."""
+    fields: list[Field] = []
+    for c in stmt.columns:
+        if any(f.name.lower() == c.name.value.lower() for f in fields):
+            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, stmt.source))
+        fields.append(Field(c.name.value, parse_type(c.type_text, c.type_span or c.span, stmt.source),
+                            nullable=not c.not_null))
+    if not fields:
+        raise SqlError(Diagnostic("a source needs at least one column", stmt.span, stmt.source))
+    return fields
+
+
+def _bind_computed(stmt: CreateSource, fields: list[Field]) -> list[tuple[str, exp.Expression]]:
+    """The computed columns (``name AS expr``), bound over the declared columns; appends their fields to ``fields``."""
+    src = stmt.source
+    base = Schema(tuple(fields))
+    computed = []
+    for c in stmt.computed:
+        if any(f.name.lower() == c.name.value.lower() for f in fields):
+            raise SqlError(Diagnostic(f"column '{c.name.value}' is declared twice", c.name.span, src))
+        if isinstance(c.expr, exp.Anonymous) and c.expr.name.upper() == "PROCTIME" and not c.expr.expressions:
+            # A processing-time attribute: filled with the time each event arrives.
+            fields.append(Field(c.name.value, TIMESTAMP, nullable=False, proctime=True))
+            computed.append((c.name.value, c.expr))
+            continue
+        bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
+        fields.append(Field(c.name.value, infer_type(bound, base, src)))
+        computed.append((c.name.value, bound))
+    return computed
+
+
+def _bind_primary_key(stmt: CreateSource, fields: list[Field]) -> list[str]:
+    key = []
+    for k in stmt.primary_key:
+        f = next((f for f in fields if f.name.lower() == k.value.lower()), None)
+        if f is None:
+            raise SqlError(Diagnostic(f"unknown column '{k.value}' in PRIMARY KEY", k.span, stmt.source,
+                                      help=did_you_mean(k.value, [f.name for f in fields])))
+        key.append(f.name)
+    return key
+
+
+def _source_kind(stmt: CreateSource, key: list[str]) -> str:
+    """``stream`` or ``table``: as in Flink, a table without a key is an append-only stream."""
+    if stmt.kind == "stream" and key:
+        raise SqlError(Diagnostic("a STREAM is append-only and cannot have a PRIMARY KEY", stmt.span, stmt.source,
+                                  help="declare it as a TABLE to read it as an updating relation"))
+    return "table" if key else "stream"
 
 
 def _bind_metadata(stmt: CreateSource, descriptor: ConnectorDescriptor) -> tuple[tuple[str, str], ...]:

@@ -75,8 +75,21 @@ def as_window_aggregate(node: L.Node) -> L.Node:
     if not {"window_start", "window_end"} <= set(window_keys.values()):
         return node
 
-    # Rebuild the chain over the TVF's input without window columns, carrying the time column
-    # (and a session's partition columns) up.
+    rebuilt, carry = _without_window_columns(tvf, bottom_up)
+    keys = tuple(k for k in node.keys if k not in window_keys)
+    window = replace(tvf.window, time_col=carry[0], partition_by=tuple(carry[1:]))
+    agg = L.WindowAggregate(rebuilt, window, keys, node.aggs)
+
+    # Rename back to exactly the columns the Aggregate produced.
+    out = [(f.name, col(window_keys.get(f.name, f.name))) for f in node.schema]
+    types = tuple(agg.schema.find(e.name).type for _, e in out)
+    project = L.Project(agg, tuple(out), types)
+    return agg if project.is_identity() else project
+
+
+def _without_window_columns(tvf: L.WindowTVF, bottom_up: list[L.Node]) -> tuple[L.Node, list[str]]:
+    """The chain rebuilt over the TVF's input without window columns, carrying the time column (and a session's
+    partition columns) up; and the names they have at its top."""
     carry = [tvf.window.time_col, *tvf.window.partition_by]
     rebuilt: L.Node = tvf.input
     wnames = {n: n for n in L.WINDOW_COLUMNS}
@@ -94,16 +107,7 @@ def as_window_aggregate(node: L.Node) -> L.Node:
                 kept.append((carried, col(c), rebuilt.schema.find(c).type))
             carry[i] = carried
         rebuilt = L.Project(rebuilt, tuple((name, e) for name, e, _ in kept), tuple(t for _, _, t in kept))
-
-    keys = tuple(k for k in node.keys if k not in window_keys)
-    window = replace(tvf.window, time_col=carry[0], partition_by=tuple(carry[1:]))
-    agg = L.WindowAggregate(rebuilt, window, keys, node.aggs)
-
-    # Rename back to exactly the columns the Aggregate produced.
-    out = [(f.name, col(window_keys.get(f.name, f.name))) for f in node.schema]
-    types = tuple(agg.schema.find(e.name).type for _, e in out)
-    project = L.Project(agg, tuple(out), types)
-    return agg if project.is_identity() else project
+    return rebuilt, carry
 
 
 def _window_names(bottom_up: list[L.Node]) -> dict[str, str] | None:

@@ -131,26 +131,10 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
             raise ctx.error(f"{what} is not supported on a continuous query", select.args[clause],
                             help="for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)")
 
-    from_ = select.args.get("from_")
-    where = select.args.get("where")
-    cql, slide = cql_window_of(select), None
+    cql = cql_window_of(select)
     if cql is not None and cql.args["kind"] == "ROWS":
         return ctx.bind_set(rewrite_rows_window(select, cql, ctx), ctx)
-    if from_ is None:
-        node: L.Node = L.Values(((),), Schema(()))
-        scope = Scope(())
-    elif select.args.get("joins"):
-        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
-        node, where = (L.Filter(node, rest) if rest is not None else node), None
-    elif cql is not None:
-        node, scope, slide = bind_cql_window(cql, ctx)
-    else:
-        node, scope = bind_relation(from_.this, ctx)
-
-    if where is not None:
-        cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
-        require_boolean(cond, node.schema, where.this, ctx)
-        node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
+    node, scope, slide = _bind_from_where(select, cql, ctx)
 
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
@@ -184,6 +168,29 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
     node = bind_emit_clause(node, select.args.get("emit"), ctx)
     return as_relation(node, slide) if slide is not None else node
 
+
+
+def _bind_from_where(select: exp.Select, cql, ctx: BindContext) -> tuple[L.Node, Scope, int | None]:
+    """The relation of FROM (a join, a CQL window, or none: one empty row) filtered by WHERE; and the slide of a
+    CQL window, if any."""
+    from_ = select.args.get("from_")
+    where = select.args.get("where")
+    slide = None
+    if from_ is None:
+        node: L.Node = L.Values(((),), Schema(()))
+        scope = Scope(())
+    elif select.args.get("joins"):
+        node, scope, rest = bind_joins(from_.this, select.args["joins"], where, ctx)
+        node, where = (L.Filter(node, rest) if rest is not None else node), None
+    elif cql is not None:
+        node, scope, slide = bind_cql_window(cql, ctx)
+    else:
+        node, scope = bind_relation(from_.this, ctx)
+    if where is not None:
+        cond = bind_scalar(where.this, scope, ctx.source, clause="WHERE")
+        require_boolean(cond, node.schema, where.this, ctx)
+        node = merge_rank_filter(L.Filter(node, cond), ctx, where.this)
+    return node, scope, slide
 
 
 def _expand_stars(items: list[exp.Expression], scope: Scope, ctx: BindContext) -> list[exp.Expression]:

@@ -135,67 +135,84 @@ def rewrite_rows_window(select: exp.Select, w: CqlWindow, ctx: BindContext, istr
     if select.args.get("having") is not None:
         raise ctx.error("HAVING over a [ROWS n] window is not supported", select.args["having"],
                         help="filter the result in an enclosing query")
-
-    def ranked(inner: exp.Expression, order: exp.Expression) -> exp.Select:
-        rn = exp.Window(this=exp.RowNumber(), partition_by=[p.copy() for p in part] or None,
-                        order=exp.Order(expressions=[exp.Ordered(this=order, desc=True)]))
-        return exp.select(exp.Star(), exp.alias_(rn, "__cql_rn", quoted=True)).from_(inner)
-
     if not aggregated and istream:  # every row enters the relation when it arrives
         out = select.copy()
         out.set("from_", exp.From(this=source))
         return out
     if not aggregated:
-        # The last n rows per partition: a Top-N by time, then the user's query over it.
-        columns = [exp.column(f.name, quoted=True) for f in base.schema]
-        top = exp.select(*columns).from_(exp.Subquery(this=ranked(source, exp.column(rowtime, quoted=True)),
-                                                     alias=exp.TableAlias(this=exp.to_identifier("__cql_r"))))
-        top = top.where(exp.column("__cql_rn", quoted=True) <= exp.Literal.number(n))
-        out = select.copy()
-        out.set("from_", exp.From(this=exp.Subquery(this=top, alias=exp.TableAlias(this=exp.to_identifier(name)))))
-        return out
+        return _last_rows(select, source, base, rowtime, n, part, name)
+    _check_rows_grouping(group, keys, w, ctx)
+    return _rows_aggregate(select, source, rowtime, n, part, istream)
 
+
+def _ranked(inner: exp.Expression, order: exp.Expression, part: list[exp.Expression]) -> exp.Select:
+    """``inner``'s rows numbered (``__cql_rn``) per partition, latest ``order`` first."""
+    rn = exp.Window(this=exp.RowNumber(), partition_by=[p.copy() for p in part] or None,
+                    order=exp.Order(expressions=[exp.Ordered(this=order, desc=True)]))
+    return exp.select(exp.Star(), exp.alias_(rn, "__cql_rn", quoted=True)).from_(inner)
+
+
+def _last_rows(select: exp.Select, source: exp.Expression, base, rowtime: str, n: int,
+               part: list[exp.Expression], name: str) -> exp.Select:
+    """The last n rows per partition: a Top-N by time, then the user's query over it."""
+    columns = [exp.column(f.name, quoted=True) for f in base.schema]
+    top = exp.select(*columns).from_(exp.Subquery(this=_ranked(source, exp.column(rowtime, quoted=True), part),
+                                                 alias=exp.TableAlias(this=exp.to_identifier("__cql_r"))))
+    top = top.where(exp.column("__cql_rn", quoted=True) <= exp.Literal.number(n))
+    out = select.copy()
+    out.set("from_", exp.From(this=exp.Subquery(this=top, alias=exp.TableAlias(this=exp.to_identifier(name)))))
+    return out
+
+
+def _check_rows_grouping(group: exp.Group | None, keys: list[str], w: CqlWindow, ctx: BindContext) -> None:
+    """An aggregate over a [ROWS n] window is grouped by exactly the window's PARTITION BY keys."""
     group_keys = sorted(g.name for g in (group.expressions if group is not None else []) if isinstance(g, exp.Column))
     if group is not None and (len(group_keys) != len(group.expressions) or group_keys != sorted(keys)):
         raise ctx.error("an aggregate over a [ROWS n] window is grouped by exactly its PARTITION BY keys", group,
                         help="[PARTITION BY k ROWS 3] ... GROUP BY k")
     if keys and group is None:
         raise ctx.error("group by the PARTITION BY keys of the [ROWS n] window", w)
+
+
+def _rows_aggregate(select: exp.Select, source: exp.Expression, rowtime: str, n: int,
+                    part: list[exp.Expression], istream: bool) -> exp.Select:
+    """Each row with the aggregates of its window (the n rows up to it); without ``istream``, the latest per key."""
     where = select.args.get("where")
     frame = exp.WindowSpec(kind="ROWS", start=exp.Literal.number(n - 1), start_side="PRECEDING", end="CURRENT ROW")
     over = exp.Window(partition_by=[p.copy() for p in part] or None,
                       order=exp.Order(expressions=[exp.Ordered(this=exp.column(rowtime, quoted=True))]), spec=frame)
-
-    def windowed(e: exp.Expression) -> exp.Expression:
-        if not isinstance(e, exp.AggFunc):
-            return e
-        agg = e.copy()
-        if where is not None:  # the window holds every row; the filter picks what is aggregated
-            arg = agg.this
-            if arg is None or isinstance(arg, exp.Star):
-                agg.set("this", exp.Case(ifs=[exp.If(this=where.this.copy(), true=exp.Literal.number(1))]))
-            else:
-                agg.set("this", exp.Case(ifs=[exp.If(this=where.this.copy(), true=arg.copy())]))
-        w2 = over.copy()
-        w2.set("this", agg)
-        return w2
-
     items, names = [], []
     for i, item in enumerate(select.expressions):
         out_name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) \
             else f"EXPR${i}"
         names.append(out_name)
         inner = item.this if isinstance(item, exp.Alias) else item
-        items.append(exp.alias_(inner.transform(windowed), out_name, quoted=True))
+        items.append(exp.alias_(inner.transform(lambda e: _over_rows(e, over, where)), out_name, quoted=True))
     items += [exp.alias_(p.copy(), f"__cql_k{j}", quoted=True) for j, p in enumerate(part)]
     items.append(exp.alias_(exp.column(rowtime, quoted=True), "__cql_t", quoted=True))
     per_row = exp.select(*items).from_(source)
     if istream:
         return exp.select(*[exp.column(c, quoted=True) for c in names]).from_(
             exp.Subquery(this=per_row, alias=exp.TableAlias(this=exp.to_identifier("__cql_o"))))
-    part = [exp.column(f"__cql_k{j}", quoted=True) for j in range(len(keys))]
-    latest = ranked(exp.Subquery(this=per_row, alias=exp.TableAlias(this=exp.to_identifier("__cql_o"))),
-                    exp.column("__cql_t", quoted=True))
+    keyed = [exp.column(f"__cql_k{j}", quoted=True) for j in range(len(part))]
+    latest = _ranked(exp.Subquery(this=per_row, alias=exp.TableAlias(this=exp.to_identifier("__cql_o"))),
+                     exp.column("__cql_t", quoted=True), keyed)
     return exp.select(*[exp.column(c, quoted=True) for c in names]).from_(
         exp.Subquery(this=latest, alias=exp.TableAlias(this=exp.to_identifier("__cql_l")))
     ).where(exp.column("__cql_rn", quoted=True).eq(1))
+
+
+def _over_rows(e: exp.Expression, over: exp.Window, where: exp.Where | None) -> exp.Expression:
+    """An aggregate call as the same aggregate OVER the window's rows (the WHERE picks what it aggregates)."""
+    if not isinstance(e, exp.AggFunc):
+        return e
+    agg = e.copy()
+    if where is not None:  # the window holds every row; the filter picks what is aggregated
+        arg = agg.this
+        if arg is None or isinstance(arg, exp.Star):
+            agg.set("this", exp.Case(ifs=[exp.If(this=where.this.copy(), true=exp.Literal.number(1))]))
+        else:
+            agg.set("this", exp.Case(ifs=[exp.If(this=where.this.copy(), true=arg.copy())]))
+    w2 = over.copy()
+    w2.set("this", agg)
+    return w2

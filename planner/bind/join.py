@@ -37,19 +37,7 @@ def bind_joins(first: exp.Expression, joins: list[exp.Join], where: exp.Where | 
     rels = [bind_relation(first, ctx)] + [bind_relation(j.this, ctx) for j in joins]
     if first.args.get("version") is not None:
         raise ctx.error("FOR SYSTEM_TIME AS OF belongs to the right side of a join", first.args["version"])
-    # Output names: unique over all relations, left to right.
-    taken: list[str] = []
-    scopes: list[Scope] = []
-    renames: list[tuple[str, ...]] = []
-    for node, scope in rels:
-        names = []
-        for f in node.schema:
-            names.append(unique_name(f.name, taken))
-            taken.append(names[-1])
-        renames.append(tuple(names))
-        mapping = dict(zip(node.schema.names, names))
-        scopes.append(Scope(tuple(ScopeColumn(c.qualifier, c.name, c.field.renamed(mapping[c.field.name]))
-                                  for c in scope.columns)))
+    scopes, renames = _output_names(rels)
     full = Scope(tuple(c for s in scopes for c in s.columns))
 
     pending: list[exp.Expression] = []
@@ -71,9 +59,7 @@ def bind_joins(first: exp.Expression, joins: list[exp.Join], where: exp.Where | 
             parts = _conjuncts(bound)
         kind = kinds[i]
         if kind == "inner" and all(k in ("inner", "left") for k in kinds[i + 1:]):
-            left_set, right_set = set(node.schema.names), set(right_names)
-            moved = [c for c in pending if _refs(c) <= left_set | right_set and _refs(c) & left_set
-                     and _refs(c) & right_set]
+            moved = _between(pending, set(node.schema.names), set(right_names))
             parts += moved
             pending = [c for c in pending if not any(c is m for m in moved)]
         node = _join(node, right, right_names, kind, parts, j, Scope(tuple(c for s in scopes[: i + 1]
@@ -134,10 +120,55 @@ def _table_like(node: L.Node) -> bool:
     return False
 
 
+def _output_names(rels: list[tuple[L.Node, Scope]]) -> tuple[list[Scope], list[tuple[str, ...]]]:
+    """Each relation's scope under its output names (unique over all relations, left to right), and those names."""
+    taken: list[str] = []
+    scopes: list[Scope] = []
+    renames: list[tuple[str, ...]] = []
+    for node, scope in rels:
+        names = []
+        for f in node.schema:
+            names.append(unique_name(f.name, taken))
+            taken.append(names[-1])
+        renames.append(tuple(names))
+        mapping = dict(zip(node.schema.names, names))
+        scopes.append(Scope(tuple(ScopeColumn(c.qualifier, c.name, c.field.renamed(mapping[c.field.name]))
+                                  for c in scope.columns)))
+    return scopes, renames
+
+
+def _between(conjuncts: list[exp.Expression], left_set: set[str], right_set: set[str]) -> list[exp.Expression]:
+    """The WHERE conjuncts that compare the two sides of a join (an inner join takes them as its condition)."""
+    return [c for c in conjuncts if _refs(c) <= left_set | right_set and _refs(c) & left_set and _refs(c) & right_set]
+
+
 def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, parts: list[exp.Expression],
           j: exp.Join, left_scope: Scope, ctx: BindContext) -> Join:
-    left_set, right_set = set(left.schema.names), set(right_names)
     rename = dict(zip(right_names, right.schema.names))
+    equi, rest = _equi_and_rest(left, right, right_names, parts, j, ctx)
+    common = dict(left=left, right=right, kind=kind, right_names=right_names,
+                  lateness=max(_lateness(left), _lateness(right)))
+    version = j.this.args.get("version") if isinstance(j.this, exp.Table) else None
+    if version is not None:
+        return _versioned(version, equi, rest, common, j, left_scope, ctx)
+
+    both_append = left.changelog == L.APPEND and right.changelog == L.APPEND
+    if both_append:
+        timed = _time_join(left, right, rename, equi, rest, common, ctx, j)
+        if timed is not None:
+            return timed
+    elif ctx.catalog.setting("join.stream_table") != "regular":
+        lookup = _lookup_join(left, right, kind, equi, rest, common)
+        if lookup is not None:
+            return lookup
+    return Join(**common, strategy="regular", equi=tuple(equi), residual=_and(rest),
+                warning=_unbounded_state_warning(left, right, j, ctx))
+
+
+def _equi_and_rest(left: L.Node, right: L.Node, right_names: tuple[str, ...], parts: list[exp.Expression],
+                   j: exp.Join, ctx: BindContext) -> tuple[list[tuple[exp.Expression, exp.Expression]], list]:
+    """The conjuncts ``left expr = right expr`` as (left, right) pairs (their types checked), and the others."""
+    left_set, right_set = set(left.schema.names), set(right_names)
 
     def side(e: exp.Expression) -> str | None:
         refs = _refs(e)
@@ -159,46 +190,52 @@ def _join(left: L.Node, right: L.Node, right_names: tuple[str, ...], kind: str, 
             equi.append((a, b))
         else:
             rest.append(c)
-    common = dict(left=left, right=right, kind=kind, right_names=right_names,
-                  lateness=max(_lateness(left), _lateness(right)))
-    version = j.this.args.get("version") if isinstance(j.this, exp.Table) else None
-    if version is not None:
-        return _versioned(version, equi, rest, common, j, left_scope, ctx)
+    return equi, rest
 
-    both_append = left.changelog == L.APPEND and right.changelog == L.APPEND
-    if both_append:
-        window = _window_join(left, right, rename, equi, ctx, j)
-        if window is not None:
-            spec, cols, equi = window
-            return Join(**common, strategy="window", equi=tuple(equi), residual=_and(rest), window=spec,
-                        window_columns=cols)
-        # ``l.ts = r.ts`` is both a key and a bound (of zero width).
-        times = [exp.EQ(this=a, expression=b) for a, b in equi if isinstance(a, exp.Column) and isinstance(
-            b, exp.Column) and left.schema.find(a.name).rowtime and right.schema.find(rename[b.name]).rowtime]
-        bounds, rest2 = _time_bounds(left, right, rename, rest + times, ctx, j)
-        rest2 = [c for c in rest2 if not any(c is t for t in times)]
-        if bounds is not None:
-            return Join(**common, strategy="interval", equi=tuple(equi), residual=_and(rest2), bounds=bounds)
-    elif ctx.catalog.setting("join.stream_table") != "regular":
-        if left.changelog == L.APPEND and _table_like(right) and kind in ("inner", "left"):
-            return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="left")
-        if right.changelog == L.APPEND and _table_like(left) and kind in ("inner", "right"):
-            return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="right")
-    warning = None
+
+def _time_join(left: L.Node, right: L.Node, rename: dict, equi: list, rest: list, common: dict,
+               ctx: BindContext, j: exp.Join) -> Join | None:
+    """Two streams joined on their windows (a window join) or within time bounds (an interval join), if they are."""
+    window = _window_join(left, right, rename, equi, ctx, j)
+    if window is not None:
+        spec, cols, equi = window
+        return Join(**common, strategy="window", equi=tuple(equi), residual=_and(rest), window=spec,
+                    window_columns=cols)
+    # ``l.ts = r.ts`` is both a key and a bound (of zero width).
+    times = [exp.EQ(this=a, expression=b) for a, b in equi if isinstance(a, exp.Column) and isinstance(
+        b, exp.Column) and left.schema.find(a.name).rowtime and right.schema.find(rename[b.name]).rowtime]
+    bounds, rest2 = _time_bounds(left, right, rename, rest + times, ctx, j)
+    rest2 = [c for c in rest2 if not any(c is t for t in times)]
+    if bounds is not None:
+        return Join(**common, strategy="interval", equi=tuple(equi), residual=_and(rest2), bounds=bounds)
+    return None
+
+
+def _lookup_join(left: L.Node, right: L.Node, kind: str, equi: list, rest: list, common: dict) -> Join | None:
+    """A stream joined with a table as it is when each event arrives (``join.stream_table`` = 'lookup')."""
+    if left.changelog == L.APPEND and _table_like(right) and kind in ("inner", "left"):
+        return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="left")
+    if right.changelog == L.APPEND and _table_like(left) and kind in ("inner", "right"):
+        return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="right")
+    return None
+
+
+def _unbounded_state_warning(left: L.Node, right: L.Node, j: exp.Join, ctx: BindContext) -> str | None:
+    """What to tell about a regular join over a stream without a state TTL (refused when 'strict' is 'true')."""
     streams = [n for n in (left, right) if n.changelog == L.APPEND]
-    if streams and state_ttl(ctx.catalog.setting("state.ttl")) is None:
-        what = "two streams" if len(streams) == 2 else "a stream"
-        message = (f"this regular join of {what} keeps every row it has seen: its state grows without bound")
-        if len(streams) == 2:
-            help_ = ("add a time condition (an interval join: ON ... AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
-                     "AND a.ts), join windows, or bound the state with SET 'state.ttl' = '1 h'")
-        else:
-            help_ = ("bound the state with SET 'state.ttl' = '1 h', or join each event with the table as it is "
-                     "when the event arrives: JOIN t FOR SYSTEM_TIME AS OF PROCTIME() (a lookup join)")
-        if ctx.catalog.setting("strict") == "true":
-            raise ctx.error(message + " (refused because 'strict' is 'true')", j, help=help_)
-        warning = f"{message}; {help_}"
-    return Join(**common, strategy="regular", equi=tuple(equi), residual=_and(rest), warning=warning)
+    if not streams or state_ttl(ctx.catalog.setting("state.ttl")) is not None:
+        return None
+    what = "two streams" if len(streams) == 2 else "a stream"
+    message = (f"this regular join of {what} keeps every row it has seen: its state grows without bound")
+    if len(streams) == 2:
+        help_ = ("add a time condition (an interval join: ON ... AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
+                 "AND a.ts), join windows, or bound the state with SET 'state.ttl' = '1 h'")
+    else:
+        help_ = ("bound the state with SET 'state.ttl' = '1 h', or join each event with the table as it is "
+                 "when the event arrives: JOIN t FOR SYSTEM_TIME AS OF PROCTIME() (a lookup join)")
+    if ctx.catalog.setting("strict") == "true":
+        raise ctx.error(message + " (refused because 'strict' is 'true')", j, help=help_)
+    return f"{message}; {help_}"
 
 
 def _and(parts: list[exp.Expression]) -> exp.Expression | None:

@@ -53,13 +53,23 @@ def check_kafka(options, schema, role: str) -> None:
     if "format" in options and "value.format" in options and options["format"] != options["value.format"]:
         raise OptionError("'format' and 'value.format' name the same thing: give one")
     for mode_key, prefix in (("scan.startup.mode", "scan.startup"), ("scan.bounded.mode", "scan.bounded")):
-        mode = options.get(mode_key, "").lower()
-        if mode == "timestamp" and f"{prefix}.timestamp-millis" not in options:
-            raise OptionError(f"'{mode_key}' = 'timestamp' needs '{prefix}.timestamp-millis'",
-                              help=f"add '{prefix}.timestamp-millis' = '1700000000000'")
-        if mode == "specific-offsets" and f"{prefix}.specific-offsets" not in options:
-            raise OptionError(f"'{mode_key}' = 'specific-offsets' needs '{prefix}.specific-offsets'",
-                              help=f"add '{prefix}.specific-offsets' = {OFFSETS_EXAMPLE}")
+        _check_mode(options, mode_key, prefix)
+    _check_key_fields(options, schema, role)
+
+
+def _check_mode(options, mode_key: str, prefix: str) -> None:
+    """A startup or bounded mode has the option it reads its position from."""
+    mode = options.get(mode_key, "").lower()
+    if mode == "timestamp" and f"{prefix}.timestamp-millis" not in options:
+        raise OptionError(f"'{mode_key}' = 'timestamp' needs '{prefix}.timestamp-millis'",
+                          help=f"add '{prefix}.timestamp-millis' = '1700000000000'")
+    if mode == "specific-offsets" and f"{prefix}.specific-offsets" not in options:
+        raise OptionError(f"'{mode_key}' = 'specific-offsets' needs '{prefix}.specific-offsets'",
+                          help=f"add '{prefix}.specific-offsets' = {OFFSETS_EXAMPLE}")
+
+
+def _check_key_fields(options, schema, role: str) -> None:
+    """'key.fields' comes with a 'key.format' and names columns that exist."""
     fields = [f.strip() for f in options.get("key.fields", "").split(";") if f.strip()]
     if fields and "key.format" not in options:
         raise OptionError("'key.fields' needs a 'key.format'", help="add 'key.format' = 'json'")

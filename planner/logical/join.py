@@ -116,18 +116,21 @@ class Join(Node):
             changelog = UPDATING if updating else APPEND
         else:
             changelog = APPEND
-        watermark = None
-        if schema.rowtime is not None:
-            if self.strategy == "lookup":
-                watermark = (self.left if self.stream_side == "left" else self.right).watermark
-            else:
-                marks = list(dict.fromkeys(m for m in (self.left.watermark, self.right.watermark) if m))
-                watermark = marks[0] if len(marks) == 1 else f"min({', '.join(marks)})" if marks else None
-                if watermark and self.bounds is not None and self.bounds.delay:
-                    watermark = f"{watermark} - {duration(self.bounds.delay)}"
+        watermark = self._output_watermark() if schema.rowtime is not None else None
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "changelog", changelog)
         object.__setattr__(self, "watermark", watermark)
+
+    def _output_watermark(self) -> str | None:
+        """The watermark of the output, when it keeps a time attribute: the stream side's, or the inputs' minimum
+        (held back by an interval join's bounds)."""
+        if self.strategy == "lookup":
+            return (self.left if self.stream_side == "left" else self.right).watermark
+        marks = list(dict.fromkeys(m for m in (self.left.watermark, self.right.watermark) if m))
+        watermark = marks[0] if len(marks) == 1 else f"min({', '.join(marks)})" if marks else None
+        if watermark and self.bounds is not None and self.bounds.delay:
+            watermark = f"{watermark} - {duration(self.bounds.delay)}"
+        return watermark
 
     @property
     def inputs(self):

@@ -43,6 +43,7 @@ from functools import partial
 from sqlglot import exp
 
 from ..analysis.backfill import check_backfill, max_event_time, watermark_at_seam
+from ..analysis.needed_columns import required_columns
 from ..catalog import SourceDef
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
@@ -51,7 +52,7 @@ from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
 from ..physical.plan_window import time_kinds
-from ..physical.planner import required_columns, scans_judged_per_window, scans_under_event_time
+from ..physical.planner import scans_judged_per_window, scans_under_event_time
 from ..types import Schema
 from .join import lower_join
 from .rank import lower_over, lower_snapshot_diff, lower_topn

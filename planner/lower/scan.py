@@ -35,11 +35,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from ..analysis.needed_columns import source_columns
 from ..bind.emit import source_lateness_us
 from ..catalog import SourceDef
 from ..logical import nodes as L
 from ..logical.late import LateScan
-from ..physical.planner import computed_columns_sql, source_columns
+from ..physical.planner import computed_columns_sql
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from .sql import (
     ARRIVAL_WM,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from ..analysis.needed_columns import required_columns, source_columns
 from ..analysis.state_bounds import state_bound
 from ..bind.emit import source_lateness_us
 from ..bind.expressions import col
@@ -32,15 +33,7 @@ from ..timeutil import parse_duration
 from ..types import Schema
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from .plan_joins import JoinPlanning
-from .plan_window import (
-    is_proctime_call,
-    over_fields,
-    partial_agg,
-    partial_items,
-    session_fields,
-    time_kinds,
-    topn_fields,
-)
+from .plan_window import over_fields, partial_agg, partial_items, session_fields, time_kinds, topn_fields
 from .specs import (
     OP,
     PANE,
@@ -200,21 +193,14 @@ class _Planner(JoinPlanning):
         late_only = isinstance(node, LateScan)
         columns, computed, proctime = source_columns(src, self.required.get(id(node), set(node.schema.names)))
         wm = src.watermark
-        fields = [f for f in node.schema if f.name in columns or any(f.name == n for n, _ in computed)]
-        schema = Schema(tuple(fields))
-        if proctime is not None:
-            fields = [f for f in node.schema if f.name in columns or f.name == proctime
-                      or any(f.name == n for n, _ in computed)]
-            schema = Schema(tuple(fields))
+        read = set(columns) | {n for n, _ in computed} | ({proctime} if proctime is not None else set())
+        schema = Schema(tuple(f for f in node.schema if f.name in read))
         computed_sql = computed_columns_sql(src, columns, computed, proctime)
         if late_only and wm is None:
             raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
-        kind = "Late" if late_only else "Source"
-        label = f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
-            (", changes by key" if src.kind == "table" else "") + ")"
-        return self.add(SourceOp, node, (), label, schema=schema.to_arrow(), source=src, columns=columns,
+        return self.add(SourceOp, node, (), _source_label(src, late_only), schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
                         clock_watermark=self.processing_time and not late_only,
@@ -299,25 +285,10 @@ class _Planner(JoinPlanning):
         return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
 
 
-def source_columns(src, needed: set[str]) -> tuple[tuple[str, ...], list, str | None]:
-    """What a scan of ``src`` reads so that the columns ``needed`` above it can be computed.
-
-    Returns the physical columns to read (the primary key and the watermark
-    column always), the computed columns to add, and the processing-time
-    column if one is needed.
-    """
-    needed = set(needed) | set(src.primary_key)
-    proctime = next((n for n, e in src.computed if n in needed and is_proctime_call(e)), None)
-    computed = [(n, e) for n, e in src.computed if n in needed and not is_proctime_call(e)]
-    wm = src.watermark
-    if wm is not None:
-        needed = needed | {wm.column}
-        if any(n == wm.column for n, _ in src.computed):
-            computed = [(n, e) for n, e in src.computed if n in needed]
-    for _, e in computed:
-        needed = needed | {c.name for c in e.find_all(exp.Column)}
-    columns = tuple(n for n in src.physical if n in needed) or src.physical[:1]  # batches need a column
-    return columns, computed, proctime
+def _source_label(src, late_only: bool) -> str:
+    kind = "Late" if late_only else "Source"
+    return f"{kind}({src.name}, {src.connector}" + (f", {src.format}" if src.descriptor.formats else "") + \
+        (", changes by key" if src.kind == "table" else "") + ")"
 
 
 def computed_columns_sql(src, columns, computed, proctime: str | None = None) -> str | None:
@@ -465,52 +436,3 @@ def _fused_label(node: L.Node, chain: list[L.Node]) -> str:
 
 def _unsupported(what: str, instead: str) -> UnsupportedPlan:
     return UnsupportedPlan(f"the runtime cannot run {what} yet" + (f"; {instead}" if instead else ""))
-
-
-def required_columns(root: L.Node) -> dict[int, set[str]]:
-    """For each node, the columns of its output that the plan above it reads."""
-    need: dict[int, set[str]] = {id(root): set(root.schema.names)}
-    out: dict[int, set[str]] = {}
-    for node in reversed(L.walk(root)):
-        req = need.get(id(node), set())
-        out[id(node)] = out.get(id(node), set()) | req
-        for i, child_req in zip(node.inputs, _child_needs(node, req)):
-            need[id(i)] = need.get(id(i), set()) | child_req
-    return {**need, **out}
-
-
-def _refs(e: exp.Expression) -> set[str]:
-    return {c.name for c in e.find_all(exp.Column)}
-
-
-def _child_needs(node: L.Node, req: set[str]) -> list[set[str]]:
-    if hasattr(node, "child_needs"):  # nodes that know their own needs (joins)
-        return node.child_needs(req)
-    if isinstance(node, L.Filter):
-        return [req | _refs(node.condition)]
-    if isinstance(node, L.Project):
-        used = set()
-        for _, e in node.exprs:
-            used |= _refs(e)
-        return [used]
-    if isinstance(node, L.WindowTVF):
-        return [(req - set(L.WINDOW_COLUMNS)) | {node.window.time_col} | set(node.window.partition_by)]
-    if isinstance(node, LateScan):
-        return []
-    if isinstance(node, SnapshotDiff):
-        return [set(node.input.schema.names)]
-    if isinstance(node, TopN):
-        keep = set(node.partition_by) | {c for c, _ in node.order_by}
-        return [set(node.input.schema.names) if node.kind == "global" else (req & set(node.input.schema.names)) | keep]
-    if isinstance(node, OverAggregate):
-        return [(req & set(node.input.schema.names)) | set(node.partition_by) | {node.order_by} |
-                {a.arg for a in node.aggs if a.arg}]
-    if isinstance(node, (L.WindowAggregate, L.Aggregate)):
-        cols = set(node.keys) | {a.arg for a in node.aggs if a.arg}
-        if isinstance(node, L.WindowAggregate):
-            cols |= {node.window.time_col} | set(node.window.partition_by)
-        return [cols]
-    if isinstance(node, L.Union):
-        idx = [i for i, n in enumerate(node.schema.names) if n in req]
-        return [{i.schema.fields[j].name for j in idx} for i in node.inputs]
-    return [set(i.schema.names) for i in node.inputs]

@@ -31,7 +31,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..changelog import OP
+from ...planner.vocabulary import OP, RETRACTIONS, ChangeOp, sql_codes
 from ..duck import registered
 
 BATCH = "__sink_batch"
@@ -85,11 +85,12 @@ def json_lines_sql(schema: pa.Schema, fmt: str) -> str:
     if fmt == "json":
         line = row_object_sql(schema)
     elif fmt == "changelog-json":
-        op = f"CASE {ident(OP)} WHEN 1 THEN '\"-U\"' WHEN 2 THEN '\"+U\"' WHEN 3 THEN '\"-D\"' ELSE '\"+I\"' END"
+        kinds = " ".join(f"WHEN {o.sql} THEN '\"{o.short}\"'" for o in ChangeOp if o is not ChangeOp.INSERT)
+        op = f"CASE {ident(OP)} {kinds} ELSE '\"{ChangeOp.INSERT.short}\"' END"
         line = row_object_sql(schema, (("op", op),))
     elif fmt == "debezium-json":
         row = row_object_sql(schema)
-        retract = f"{ident(OP)} IN (1, 3)"
+        retract = f"{ident(OP)} IN {sql_codes(RETRACTIONS)}"
         line = (f"'{{\"before\":' || CASE WHEN {retract} THEN {row} ELSE 'null' END || "
                 f"',\"after\":' || CASE WHEN {retract} THEN 'null' ELSE {row} END || "
                 f"',\"op\":' || CASE WHEN {retract} THEN '\"d\"' ELSE '\"c\"' END || '}}'")

@@ -1,0 +1,75 @@
+-- __scan0: bids (parquet files at bids.parquet), read by dsms's file reader: auction, price, ts, __file, __row, __mx
+--   __mx: the largest ts before each row in the source; __wm = __mx - 5000000 us, the watermark when the row arrived: a window counts the row when its last millisecond is above it
+WITH "n0" AS (
+  SELECT
+    s."auction" AS "auction",
+    CAST(NULL AS BIGINT) AS "bidder",
+    s."price" AS "price",
+    s."ts" AS "ts",
+    s."__file" AS "__file",
+    s."__row" AS "__row",
+    s."__mx" - 5000000 AS "__wm"
+  FROM "__scan0" AS s
+), "n1" AS (
+  SELECT
+    "auction" AS "auction",
+    "price" AS "price",
+    "ts" AS "ts",
+    "__file",
+    "__row",
+    "__wm"
+  FROM "n0"
+), "n2" AS (
+  SELECT
+    "auction",
+    "price",
+    "ts",
+    "__file",
+    "__row",
+    "__wm",
+    EPOCH_US("ts") - (
+      (
+        (
+          EPOCH_US("ts") % 10000000
+        ) + 10000000
+      ) % 10000000
+    ) AS "__ws",
+    EPOCH_US("ts") - (
+      (
+        (
+          EPOCH_US("ts") % 10000000
+        ) + 10000000
+      ) % 10000000
+    ) + 10000000 AS "__we"
+  FROM "n1"
+), "n3" AS (
+  SELECT
+    MAKE_TIMESTAMP("__ws") AS "window_start",
+    MAKE_TIMESTAMP("__we") AS "window_end",
+    MAKE_TIMESTAMP("__we" - 1000) AS "window_time",
+    "auction",
+    COUNT(*) AS "agg0",
+    CAST(MAX("price") AS DOUBLE) AS "agg1"
+  FROM "n2"
+  WHERE
+    (
+      "__wm" IS NULL OR "__we" - 1000 > "__wm"
+    )
+  GROUP BY
+    "__ws",
+    "__we",
+    "auction"
+), "n4" AS (
+  SELECT
+    "window_start" AS "window_start",
+    "auction" AS "auction",
+    "agg0" AS "n",
+    "agg1" AS "top"
+  FROM "n3"
+)
+SELECT
+  "window_start",
+  "auction",
+  "n",
+  "top"
+FROM "n4"
