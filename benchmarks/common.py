@@ -94,7 +94,9 @@ def time_runtime(ddl: str, query: str, out: str, batch: int, fmt: str = "json") 
     engine.execute("SET 'engine' = 'runtime'")  # the incremental runtime, not a batch route
     engine.scheduler.batch_rows = batch
     engine.execute(ddl)
-    engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}', format = '{fmt}') AS {query}")
+    # Repeated runs write the same file: each replaces the last one's.
+    engine.execute(f"CREATE SINK out WITH (connector = 'file', path = '{out}', format = '{fmt}', "
+                   f"'sink.mode' = 'overwrite') AS {query}")
     began = time.perf_counter()
     engine.run_until_idle()
     elapsed = time.perf_counter() - began

@@ -4,7 +4,8 @@
    the end (``scan.bounded.mode = 'latest-offset'``) into the 10-second
    TUMBLE COUNT/SUM per ad, against consuming the same topic with the bare
    confluent-kafka client (every message's value touched); printed as
-   events/s and as a ratio.
+   events/s and as a ratio; then the same bounded read on the DuckDB batch
+   route, and the same impressions as Avro (``format = 'avro'``).
 2. Latency: a producer process writes impressions stamped with the wall
    clock at a fixed rate (10 k and 100 k events/s); ``dsms run`` reads
    them, computes 200 ms tumbling windows (watermark = event time) and
@@ -38,8 +39,18 @@ FROM TABLE(TUMBLE(TABLE impressions, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROU
 BASE_MS = 1_700_000_000_000
 
 
-def fill(bootstrap: str, topic: str, events: int, rate: int = 10_000) -> None:
-    """``events`` impressions as JSON, ``rate`` per second of event time, round-robin over the partitions."""
+AVRO = {"type": "record", "name": "record", "fields": [  # the columns of `impressions`, as Flink derives them
+    {"name": n, "type": ["null", t], "default": None} for n, t in (
+        ("ad_id", "long"), ("user_id", "long"), ("cost", "double"),
+        ("ts", {"type": "long", "logicalType": "timestamp-millis"}))]}
+
+
+def fill(bootstrap: str, topic: str, events: int, rate: int = 10_000, fmt: str = "json") -> None:
+    """``events`` impressions as JSON (or Avro), ``rate`` per second of event time, round-robin over the
+    partitions."""
+    import io
+
+    import fastavro
     import numpy as np
     from confluent_kafka import Producer
 
@@ -47,11 +58,19 @@ def fill(bootstrap: str, topic: str, events: int, rate: int = 10_000) -> None:
     ads, costs = rng.integers(0, 1000, events), rng.random(events).round(4)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000,
                   "queue.buffering.max.messages": 1_000_000})
+    avro = fastavro.parse_schema(AVRO)
     for i in range(events):
-        value = f'{{"ad_id":{ads[i]},"user_id":{i % 100000},"cost":{costs[i]},"ts":{BASE_MS + i * 1000 // rate}}}'
+        ts = BASE_MS + i * 1000 // rate
+        if fmt == "avro":
+            buffer = io.BytesIO()
+            fastavro.schemaless_writer(buffer, avro, {"ad_id": int(ads[i]), "user_id": i % 100000,
+                                                      "cost": float(costs[i]), "ts": ts})
+            value = buffer.getvalue()
+        else:
+            value = f'{{"ad_id":{ads[i]},"user_id":{i % 100000},"cost":{costs[i]},"ts":{ts}}}'.encode()
         while True:
             try:
-                p.produce(topic, value=value.encode(), partition=i % 3)
+                p.produce(topic, value=value, partition=i % 3)
                 break
             except BufferError:
                 p.poll(0.05)
@@ -77,21 +96,22 @@ def bare_client(bootstrap: str, topic: str, events: int) -> float:
     return elapsed
 
 
-def dsms_tumble(bootstrap: str, topic: str) -> dict:
+def dsms_tumble(bootstrap: str, topic: str, route: str = "runtime", fmt: str = "json") -> dict:
     import dsms
 
     engine = dsms.Engine()
     engine.execute(f"""CREATE STREAM impressions (ad_id BIGINT, user_id BIGINT, cost DOUBLE, ts TIMESTAMP(3),
         WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'kafka', 'topic' = '{topic}',
-        'properties.bootstrap.servers' = '{bootstrap}', 'format' = 'json', 'scan.startup.mode' = 'earliest-offset',
+        'properties.bootstrap.servers' = '{bootstrap}', 'format' = '{fmt}', 'scan.startup.mode' = 'earliest-offset',
         'scan.bounded.mode' = 'latest-offset')""")
+    engine.execute(f"SET 'engine' = '{route}'")
     q = engine.query(TUMBLE)
     began = time.perf_counter()
     job = q.job
     while not job.done:  # run_until_idle returns while the client is still fetching
         engine.run_until_idle()
     elapsed = time.perf_counter() - began
-    result = {"seconds": elapsed, "events": job.rows_in, "rows_out": q.snapshot().num_rows}
+    result = {"seconds": elapsed, "events": job.stats().rows_in, "rows_out": q.snapshot().num_rows}
     engine.close()
     return result
 
@@ -192,6 +212,19 @@ def main() -> None:
         print(f"{'bare confluent-kafka consumer (values only)':<44} {bare:>8.2f} {bare_rate:>12,.0f} {1:>6.2f}x")
         print(f"{'dsms kafka source -> 10 s tumble per ad':<44} {run['seconds']:>8.2f} {dsms_rate:>12,.0f} "
               f"{dsms_rate / bare_rate:>6.2f}x   ({run['rows_out']:,} rows out)")
+        duck = min((dsms_tumble(broker.bootstrap, topic, "duckdb") for _ in range(2)), key=lambda r: r["seconds"])
+        assert duck["rows_out"] == run["rows_out"], (duck, run)
+        duck_rate = args.events / duck["seconds"]
+        print(f"{'the same bounded read on the duckdb route':<44} {duck['seconds']:>8.2f} {duck_rate:>12,.0f} "
+              f"{duck_rate / bare_rate:>6.2f}x")
+        avro_topic = f"impressions-avro-{os.getpid()}"
+        create_topic(broker.bootstrap, avro_topic, 3)
+        fill(broker.bootstrap, avro_topic, args.events, fmt="avro")
+        avro = min((dsms_tumble(broker.bootstrap, avro_topic, fmt="avro") for _ in range(2)), key=lambda r: r["seconds"])
+        assert avro["rows_out"] == run["rows_out"], (avro, run)
+        avro_rate = args.events / avro["seconds"]
+        print(f"{'dsms, the same impressions as avro':<44} {avro['seconds']:>8.2f} {avro_rate:>12,.0f} "
+              f"{avro_rate / bare_rate:>6.2f}x   (fastavro: a datum per message)")
         print("\nend-to-end latency, produce -> dsms (200 ms tumble) -> Kafka sink -> consumer")
         for rate in (10_000, 100_000):
             r = latency(broker.bootstrap, rate, args.seconds)

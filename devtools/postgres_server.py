@@ -139,13 +139,39 @@ class PostgresServer:
                 # A test server: durability against power loss is not what is tested.
                 "fsync = off", "full_page_writes = off", "synchronous_commit = off",
                 "shared_buffers = 64MB", "log_min_messages = warning", ""]))
-        log = open(os.path.join(self.folder, "server.log"), "wb")
+        self._launch = (bindir, data, env, as_owner)
+        self._run_postgres()
+        self._wait_ready()
+        return self
+
+    def _run_postgres(self) -> None:
+        bindir, data, env, as_owner = self._launch
+        log = open(os.path.join(self.folder, "server.log"), "ab")
         self.process = subprocess.Popen([os.path.join(bindir, "postgres"), "-D", data], stdout=log,
                                         stderr=subprocess.STDOUT, env=env, cwd=self.folder,
                                         start_new_session=True, **as_owner)
         log.close()
-        self._wait_ready()
-        return self
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop the server at once (an immediate shutdown, as a crash: it recovers from its WAL when it starts),
+        stay down ``down_seconds``, start it again on the same data and port, and wait until it answers (tests
+        of reconnecting clients). Not a fast shutdown: that waits for every walsender's client to confirm all
+        WAL it was sent, which a CDC reader confirms only at its checkpoints (up to wal_sender_timeout)."""
+        import psycopg
+
+        self.process.send_signal(signal.SIGQUIT)
+        self.process.wait(timeout=30)
+        time.sleep(down_seconds)
+        self._run_postgres()
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                with psycopg.connect(self.url, connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise PostgresUnavailable(f"PostgreSQL did not come back after a restart: {self.log()}") from None
+                time.sleep(0.1)
 
     def _wait_ready(self) -> None:
         import psycopg

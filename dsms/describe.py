@@ -55,6 +55,8 @@ def _routes(d) -> str:
     """The routes that read a source; a sink is written on every route."""
     if not d.source:
         return "all"
+    if callable(d.batch_readable):  # on the batch routes only with some options (Kafka: a bounded read)
+        return f"runtime; all {d.batch_note}" + ("; sinks: all" if d.sink else "")
     return ("all" if d.batch_readable else "runtime") + ("; sinks: all" if d.sink and not d.batch_readable else "")
 
 

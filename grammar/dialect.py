@@ -48,15 +48,19 @@ from .stream_syntax import (
     sql_emit,
 )
 
-WINDOW_KINDS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
-
-# Named-argument spellings Flink accepts for each TVF parameter position.
+# Window kinds by grammar name, with the named-argument spellings Flink accepts for each parameter
+# position. The planner's window kinds (planner/windows) add theirs through add_window_kind.
 _NAMED_PARAMS = {
     "TUMBLE": ("SIZE", "OFFSET"),
     "HOP": ("SLIDE", "SIZE", "OFFSET"),
     "SESSION": ("GAP",),
     "CUMULATE": ("STEP", "SIZE", "OFFSET"),
 }
+WINDOW_KINDS = tuple(_NAMED_PARAMS)
+
+
+def _window_parser(kind: str):
+    return lambda self: self._parse_window_function(kind)
 
 
 class Descriptor(exp.Expression):
@@ -127,7 +131,7 @@ class Dsms(Dialect):
         FUNCTION_PARSERS = {
             **parser.Parser.FUNCTION_PARSERS,
             **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP
-            **{kind: (lambda self, k=kind: self._parse_window_function(k)) for kind in WINDOW_KINDS},
+            **{kind: _window_parser(kind) for kind in WINDOW_KINDS},
             "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
             **{kind: (lambda self, k=kind: parse_relation_to_stream(self, k)) for kind in R2S_KINDS},
         }
@@ -252,6 +256,14 @@ class Dsms(Dialect):
             CqlWindow: sql_cql_window,
             RelationToStream: lambda self, e: f"{e.args['kind']}({self.sql(e, 'this')})",
         }
+
+
+def add_window_kind(name: str, named_params: tuple[str, ...]) -> None:
+    """Parse ``name(...)`` as a window (table function or group window) with these named parameters."""
+    global WINDOW_KINDS
+    _NAMED_PARAMS[name] = tuple(named_params)
+    WINDOW_KINDS = tuple(_NAMED_PARAMS)
+    Dsms.Parser.FUNCTION_PARSERS = {**Dsms.Parser.FUNCTION_PARSERS, name: _window_parser(name)}
 
 
 def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Expression:

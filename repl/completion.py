@@ -27,10 +27,11 @@ from prompt_toolkit.completion import Completer, Completion
 
 from dsms.planner.connectors import connector_names, find
 from dsms.planner.functions import AGGREGATES, SCALAR_FUNCTIONS
+from dsms.planner.windows import WINDOW_KINDS
 
 from .tokens import TYPES, Token, significant, tokenize
 
-WINDOW_TVFS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
+WINDOW_TVFS = tuple(WINDOW_KINDS)
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 FUNCTIONS = sorted(set(SCALAR_FUNCTIONS) | AGGREGATES | set(WINDOW_TVFS) | {"DESCRIPTOR", "ROW_NUMBER", "PROCTIME",
                                                                             "LATE"})

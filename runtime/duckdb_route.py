@@ -27,6 +27,7 @@ from ..planner.lower.sql import MAX_BEFORE, OP
 from ..planner.vocabulary import RETRACTIONS
 from .batch_job import BatchRoute
 from .batch_read import BATCH_ROWS, ReadPlan, RouteError, RunStats, ScanStats, read_scan
+from .batch_source import read_source_scan
 from .duck import conform
 
 RESULT_ROWS = 256 * 1024
@@ -51,10 +52,13 @@ class DuckDBExecutor:
         scans = []
         try:
             for spec, scan_stats in zip(lowered.scans, stats.scans):
-                plan = ReadPlan.of(spec, self.batch_rows)
-                batches = _counting_late(_remembering(read_scan(plan, scan_stats), failure), spec, scan_stats)
+                if spec.source.descriptor.batch_reader == "source":  # a bounded Kafka read: its own reader
+                    read = read_source_scan(spec, self.batch_rows, scan_stats)
+                else:
+                    read = read_scan(ReadPlan.of(spec, self.batch_rows), scan_stats)
+                batches = _counting_late(_remembering(read, failure), spec, scan_stats)
                 scans.append(batches)
-                con.register(spec.relation, pa.RecordBatchReader.from_batches(plan.relation_schema, batches))
+                con.register(spec.relation, pa.RecordBatchReader.from_batches(spec.relation_schema, batches))
             try:
                 result = con.sql(lowered.sql()).to_arrow_reader(RESULT_ROWS)
                 for batch in result:

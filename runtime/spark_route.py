@@ -16,7 +16,8 @@ dead letters are the runtime's; ``__mx`` is the running maximum within
 each file and the lowered SQL adds the earlier files' maxima. That SQL
 reads the relation twice (the per-file maxima, then the rows), so the
 relation is cached for the run instead of read twice. On a cluster the
-workers need dsms installed and the files at the same paths.
+driver ships dsms to the executors (``spark_ship.py``); the workers need
+its dependencies and the files at the same paths.
 
 Results are collected as Arrow and handed to the output on the driver,
 which writes the sink file (a sink is one file, as on every route).
@@ -45,8 +46,10 @@ from .batch_read import (
     read_files,
     source_error_in,
 )
+from .batch_source import read_source_scan
 from .connectors.dir_sink import DirectorySink, write_part
 from .duck import conform
+from .spark_ship import ship_to_executors
 
 _SPARK_TYPES = {pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT",
                 pa.int64(): "BIGINT", pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "STRING",
@@ -70,7 +73,10 @@ def spark_schema(schema: pa.Schema) -> str:
 def spark_session(settings: dict):
     """The process's SparkSession, created on first use from the ``spark.*`` settings."""
     global _session
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers run dsms's readers
+    # The workers' Python (they run dsms's readers): SET 'spark.pyspark.python', PYSPARK_PYTHON, else the driver's.
+    if settings.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     if _session is None or _session._jsc is None:
@@ -83,6 +89,8 @@ def spark_session(settings: dict):
             if key.startswith("spark.") and key != "spark.master":
                 builder = builder.config(key, value)
         _session = builder.getOrCreate()
+        if not master.startswith("local"):  # a cluster's workers get the driver's dsms from the session
+            ship_to_executors(_session.sparkContext)
         if "spark.log.level" not in settings:
             _session.sparkContext.setLogLevel("ERROR")
     for key, value in settings.items():  # SQL settings also apply to a session that already runs
@@ -146,6 +154,12 @@ class BoundedScans:
 
     def add(self, spec, stats: ScanStats, cache: bool = False):
         spark = self.spark
+        if spec.source.descriptor.batch_reader == "source":  # a bounded Kafka read: read whole on the driver
+            stats.late = None
+            table = pa.Table.from_batches(list(read_source_scan(spec, self.batch_rows, stats)), spec.relation_schema)
+            frame = spark.createDataFrame(_zoned(table), spark_schema(spec.relation_schema)).persist()
+            self.cached.append(frame)
+            return frame
         plan = ReadPlan.of(spec, self.batch_rows)
         stats.late = None  # judged inside the statement, not counted
         files = plan.files()
@@ -228,6 +242,12 @@ def _write_task(spec, batch: int, out_schema: pa.Schema, batches):
                       (piece for pieces in rows for piece in pieces))
     if done is not None:
         yield pa.RecordBatch.from_pydict({"hidden": [done[0]], "final": [done[1]], "rows": [done[2]]})
+
+
+def _zoned(table: pa.Table) -> pa.Table:
+    """dsms's naive timestamps as UTC instants, which Spark's TIMESTAMP takes as they are (its zone is UTC)."""
+    columns = [c.cast(pa.timestamp("us", tz="UTC")) if pa.types.is_timestamp(c.type) else c for c in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def _naive(table: pa.Table) -> pa.Table:

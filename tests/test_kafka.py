@@ -255,13 +255,16 @@ def test_an_updating_result_into_a_plain_json_kafka_sink_is_refused():
                        "'h:1', format = 'json') AS SELECT k, COUNT(*) AS n FROM s GROUP BY k")
 
 
-def test_the_batch_routes_refuse_kafka_naming_the_runtime(kafka_broker):
+def test_the_batch_routes_refuse_upsert_kafka_naming_the_runtime(kafka_broker):
+    # (a kafka source with scan.bounded.mode runs on them: tests/test_kafka_batch.py)
     engine = dsms.Engine()
-    engine.execute(f"CREATE STREAM s (v INT) WITH ({kafka_with(kafka_broker, 'anything', **{'scan.bounded.mode': 'latest-offset'})})")
+    engine.execute(f"""CREATE TABLE s (k INT, v INT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
+        'topic' = 'anything', 'properties.bootstrap.servers' = '{kafka_broker}', 'key.format' = 'json',
+        'value.format' = 'json')""")
     for route in ("duckdb", "spark"):
         engine.execute(f"SET 'engine' = '{route}'")
-        with pytest.raises(dsms.DsmsError, match=r"cannot read 's' \(connector 'kafka'\): the batch routes read files only.*"
-                                                 r"SET 'engine' = 'runtime'"):
+        with pytest.raises(dsms.DsmsError, match=r"cannot read 's' \(connector 'upsert-kafka'\): the batch routes read "
+                                                 r"files only.*SET 'engine' = 'runtime'"):
             engine.query("SELECT v FROM s")
     engine.close()
 

@@ -82,7 +82,7 @@ def check_backfill(root: L.Node, route: str) -> None:
             continue
         if isinstance(n, (L.Filter, L.Project, L.Union)):
             continue
-        if isinstance(n, (L.WindowTVF, L.WindowAggregate)) and n.window.kind != "SESSION":
+        if isinstance(n, (L.WindowTVF, L.WindowAggregate)) and not n.window.type.merging:
             continue
         if isinstance(n, Join) and n.strategy == "interval" and n.kind == "inner":
             continue
@@ -99,7 +99,7 @@ def state_reach(node: L.Node) -> int:
     """How far behind its input watermark a plan's state can reach, in microseconds (see the module doc)."""
     below = max((state_reach(i) for i in node.inputs), default=0)
     if isinstance(node, L.WindowAggregate):
-        return below + node.window.size
+        return below + node.window.type.longest(node.window)
     if isinstance(node, Join) and node.bounds is not None:
         b = node.bounds
         return below + (b.upper - b.lower) + max(b.upper, 0) + max(-b.lower, 0)

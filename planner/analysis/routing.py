@@ -12,7 +12,9 @@
      has an ``idle_timeout`` (idleness is a matter of processing time), or
      when the result is updating: the runtime emits its changes, a batch
      route only the final rows, so routing would change what a sink
-     receives (force a batch route with ``SET 'engine'`` for that);
+     receives (force a batch route with ``SET 'engine'`` for that), or
+     when a source is read through its connector rather than as files (a
+     bounded Kafka read), which cannot be sized before it is read;
   2. Spark when ``spark.master`` is set;
   3. DuckDB when the files' estimated size is at most ``'batch.max_bytes'``
      (file sizes; Parquet's uncompressed row-group sizes), else Spark.
@@ -125,6 +127,11 @@ def _choose(root: L.Node, settings: dict, estimate: Callable[[SourceDef], int]) 
     if root.changelog == L.UPDATING:
         return RouteChoice("runtime", "the result is updating: the runtime emits its changes, a batch route only its "
                                 "final rows (SET 'engine' = 'duckdb' or 'spark' for those)")
+    unsized = next((s for s in sources if s.descriptor.batch_reader != "files"), None)
+    if unsized is not None:  # a bounded read of a connector (Kafka): the batch routes run it when asked to
+        return RouteChoice("runtime", f"'{unsized.name}' is read through its connector ('{unsized.connector}'), "
+                                      "not sized as files (SET 'engine' = 'duckdb' or 'spark' runs the bounded read "
+                                      "as one statement)")
     if settings.get("spark.master"):
         return RouteChoice("spark", f"spark.master is '{settings['spark.master']}'")
     try:

@@ -72,10 +72,10 @@ def state_bound(node: L.Node) -> str | None:
             f"a row per key (grows with the keys; {GROWS})"
     if isinstance(node, L.WindowAggregate):
         late = f" + allowed lateness {duration(node.emit.lateness_us)}" if node.emit.lateness_us else ""
-        if node.window.kind == "SESSION":
+        if node.window.type.merging:
             return f"open sessions until the watermark passes their end{late}"
         return f"panes of open windows, until the watermark passes the window's end{late}"
-    if isinstance(node, L.WindowTVF) and node.window.kind == "SESSION":
+    if isinstance(node, L.WindowTVF) and node.window.type.merging:
         return "open sessions until the watermark passes their end"
     if isinstance(node, TopN):
         # Over an append-only input a row that leaves the top never returns: only the top is kept.

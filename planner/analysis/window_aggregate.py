@@ -48,6 +48,7 @@ from sqlglot import exp
 from ..bind.expressions import col
 from ..logical import nodes as L
 from ..types import unique_name
+from ..windows import TUMBLE
 
 
 def as_window_aggregate(node: L.Node) -> L.Node:
@@ -131,7 +132,7 @@ def _window_names(bottom_up: list[L.Node]) -> dict[str, str] | None:
 def _regrouped_windows(node: L.Aggregate, chain: list[L.Node], inner: L.WindowAggregate) -> L.Node:
     """An aggregate over an earlier window aggregate's rows, grouped by their window_start and window_end."""
     w = inner.window
-    if w.kind == "SESSION" or inner.emit.updating or inner.attached is not None:
+    if w.type.merging or inner.emit.updating or inner.attached is not None:
         return node
     bottom_up = list(reversed(chain))
     wnames = _window_names(bottom_up)
@@ -163,7 +164,7 @@ def _regrouped_windows(node: L.Aggregate, chain: list[L.Node], inner: L.WindowAg
     rebuilt = L.Project(rebuilt, tuple(top), tuple(rebuilt.schema.find(e.name).type for _, e in top))
 
     keys = (start,) + tuple(k for k in node.keys if k not in window_keys)
-    by_end = L.WindowSpec("TUMBLE", wt, size=w.pane, offset=w.offset)
+    by_end = TUMBLE.spec(wt, size=w.pane, offset=w.offset)
     agg = L.WindowAggregate(rebuilt, by_end, keys, node.aggs, attached=w, attached_start=start)
     renamed = {"window_start": start, "window_end": "window_end", "window_time": "window_time"}
     out = [(f.name, col(renamed[window_keys[f.name]] if f.name in window_keys else f.name)) for f in node.schema]

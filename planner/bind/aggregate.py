@@ -16,6 +16,7 @@ from ..aggregate_kinds import COUNT, NAMES, AggregateKind, AggregateTypeError, i
 from ..analysis.window_aggregate import as_window_aggregate
 from ..logical import nodes as L
 from ..types import unique_name
+from ..windows import WINDOW_KINDS, window_kind
 from .context import BindContext, require_boolean
 from .expressions import Scope, bind_scalar, col, infer_type, passthrough
 from .from_clause import window_over
@@ -254,37 +255,46 @@ def agg_type(kind: AggregateKind, arg_type: pa.DataType | None, node: exp.Expres
 
 def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, others: list[exp.Expression],
                         ctx: BindContext) -> tuple[L.Node, Scope]:
-    kind = gw.args["kind"]
+    kind = window_kind(gw.args["kind"])
     args = gw.expressions
     if not args or not isinstance(args[0], exp.Column):
-        raise ctx.error(f"{kind}(time column, ...) needs a time column first", gw)
+        raise ctx.error(f"{kind.name}(time column, ...) needs a time column first", gw)
     partition: list[exp.Expression] = []
-    if kind == "SESSION":
+    if kind.partitioned:
         # GROUP BY SESSION(ts, gap), k: sessions are kept per k (the other group keys).
         for g in others:
             if not isinstance(g, exp.Column):
-                raise ctx.error("with a SESSION group window, the other GROUP BY items must be columns "
-                                "(sessions are kept per value of them)", g,
+                raise ctx.error(f"with a {kind.name} group window, the other GROUP BY items must be columns "
+                                "(its windows are kept per value of them)", g,
                                 help="compute the key in a subquery and group by its name")
             partition.append(g)
     return window_over(node, scope, kind, args[0], list(args[1:]), partition, gw, ctx)
 
 
 def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext) -> None:
-    """As in Flink, a session window's PARTITION BY keys must be grouped by."""
+    """As in Flink, a session window's PARTITION BY keys must be grouped by; its aggregates cannot be ordered."""
     w = agg
     while isinstance(w, L.Project):
         w = w.input
-    if isinstance(w, L.WindowAggregate) and w.window.kind == "SESSION":
-        ordered = [a for a in w.aggs if a.kind.ordered]
-        if ordered:
-            raise ctx.error(f"{ordered[0].kind.name} is not supported in a SESSION window", at,
-                            help="sessions merge in time order, not arrival order: use MIN/MAX of (time, value) "
-                                 "in a subquery, or a TUMBLE/HOP/CUMULATE window")
+    if not isinstance(w, L.WindowAggregate):
+        return
+    if w.window.type.merging:
+        _refuse_ordered_aggregates(w, at, ctx)
+    if w.window.partition_by:
         missing = [k for k in w.window.partition_by if k not in w.keys]
         if missing:
-            raise ctx.error(f"the SESSION window is partitioned by {', '.join(missing)}, which must also be in "
+            raise ctx.error(f"the {w.window.kind} window is partitioned by {', '.join(missing)}, which must also be in "
                             "GROUP BY", at, help=f"add {', '.join(missing)} to GROUP BY")
+
+
+def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, ctx: BindContext) -> None:
+    """Merging windows (sessions) merge in time order, so an aggregate in arrival order has no meaning there."""
+    ordered = [a for a in w.aggs if a.kind.ordered]
+    if ordered:
+        sliced = "/".join(k.name for k in WINDOW_KINDS.values() if not k.merging)
+        raise ctx.error(f"{ordered[0].kind.name} is not supported in a {w.window.kind} window", at,
+                        help=f"its windows merge in time order, not arrival order: use MIN/MAX of (time, value) "
+                             f"in a subquery, or a {sliced} window")
 
 
 def _replace_window_helpers(tree: exp.Expression, gw: GroupWindow, ctx: BindContext) -> exp.Expression:
@@ -296,7 +306,7 @@ def _replace_window_helpers(tree: exp.Expression, gw: GroupWindow, ctx: BindCont
             for suffix, column in _GROUP_WINDOW_HELPERS.items():
                 if name.startswith(kind + "_") and name == f"{kind}_{suffix}":
                     return exp.column(column)
-                if any(name == f"{k}_{suffix}" for k in ("TUMBLE", "HOP", "SESSION", "CUMULATE")):
+                if any(name == f"{k}_{suffix}" for k in WINDOW_KINDS):
                     raise ctx.error(f"{name} does not match the group window {kind}(...)", node)
         return node
 

@@ -28,6 +28,7 @@ from ...grammar.stream_syntax import CqlWindow, RelationToStream
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..timeutil import interval_micros
+from ..windows import HOP
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, col
 from .from_clause import bind_relation, window_over
@@ -60,7 +61,7 @@ def bind_cql_window(w: CqlWindow, ctx: BindContext) -> tuple[L.Node, Scope, int 
                         help="e.g. [RANGE 1 MINUTE SLIDE 10 SECONDS]; [RANGE 1 MINUTE SLIDE 1 MINUTE] tumbles")
     size, slide = w.args["size"], w.args["slide"]
     desc = exp.column(rowtime.name, table=rowtime.qualifier)
-    node, windowed = window_over(node, scope, "HOP", desc, [slide, size], [], w, ctx)
+    node, windowed = window_over(node, scope, HOP, desc, [slide, size], [], w, ctx)
     cols = [c if c.name not in L.WINDOW_COLUMNS or c.qualifier else ScopeColumn(HIDDEN, c.name, c.field)
             for c in windowed.columns]
     return node, Scope(tuple(cols)), interval_micros(slide, ctx.source)

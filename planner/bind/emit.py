@@ -54,8 +54,8 @@ def bind_emit_clause(node: L.Node, clause: EmitClause | None, ctx: BindContext) 
     if not isinstance(cur, L.WindowAggregate):
         raise ctx.error("EMIT and ALLOWED LATENESS apply to a window aggregate, and this SELECT computes none",
                         clause, help="put the clause on the SELECT that groups by the window")
-    if cur.window.kind == "SESSION" and policy.every_us:
-        raise ctx.error("EMIT ... EVERY is not supported for SESSION windows", clause,
+    if cur.window.type.merging and policy.every_us:
+        raise ctx.error(f"EMIT ... EVERY is not supported for {cur.window.kind} windows", clause,
                         help="use EMIT CHANGES (on every micro-batch) or the default (when the session closes)")
     if cur.window.time_col and cur.input.schema.find(cur.window.time_col).proctime and policy.lateness_us:
         raise ctx.error("processing-time windows have no late events; ALLOWED LATENESS does not apply", clause)

@@ -13,6 +13,7 @@ from ..logical import nodes as L
 from ..logical.late import LateScan
 from ..timeutil import interval_micros, node_span
 from ..types import Field, Schema, is_numeric
+from ..windows import WINDOW_KINDS, WindowKind, window_kind
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
 
@@ -90,18 +91,13 @@ def tvf_from_function(fn: GroupWindow, ctx: BindContext) -> WindowTVFExpr:
     return WindowTVFExpr(kind=fn.args["kind"], this=table, descriptor=args[1], params=list(args[2:]), partition_by=[])
 
 
-_TVF_PARAMS = {
-    "TUMBLE": ("size",), "HOP": ("slide", "size"), "CUMULATE": ("step", "size"), "SESSION": ("gap",),
-}
-
-
 def bind_window_tvf(tvf: WindowTVFExpr, ctx: BindContext) -> tuple[L.Node, Scope]:
     node, scope = bind_relation(tvf.this, ctx)
-    return window_over(node, scope, tvf.kind, tvf.args["descriptor"], list(tvf.args["params"]),
+    return window_over(node, scope, window_kind(tvf.kind), tvf.args["descriptor"], list(tvf.args["params"]),
                         list(tvf.args.get("partition_by") or []), tvf, ctx)
 
 
-def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params: list[exp.Expression],
+def window_over(node: L.Node, scope: Scope, kind: WindowKind, desc: exp.Column, params: list[exp.Expression],
                  partition_by: list[exp.Expression], at: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
     """Put a window TVF of ``kind`` over ``node``; the scope gains the window columns."""
     time_col = scope.resolve(desc, ctx.source).field
@@ -109,28 +105,27 @@ def window_over(node: L.Node, scope: Scope, kind: str, desc: exp.Column, params:
         raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute (nor a processing-time one)", desc,
                         help="declare it with WATERMARK FOR in the source (event time) or as PROCTIME() "
                              "(processing time), or use a window's window_time")
-    names = _TVF_PARAMS[kind]
-    allowed = len(names) + (0 if kind == "SESSION" else 1)
-    if not len(names) <= len(params) <= allowed:
-        raise ctx.error(f"{kind} takes {', '.join(names)}{'' if kind == 'SESSION' else ' [, offset]'} after the time column", at)
+    names, offset = kind.params, " [, offset]" if kind.takes_offset else ""
+    if not len(names) <= len(params) <= len(names) + kind.takes_offset:
+        raise ctx.error(f"{kind.name} takes {', '.join(names)}{offset} after the time column", at)
     values = {n: interval_micros(p, ctx.source) for n, p in zip(names + ("offset",), params)}
     for n, v in values.items():
         if n != "offset" and v <= 0:
-            raise ctx.error(f"the {n} of {kind} must be positive", at)
-    if kind == "HOP" and values["size"] % values["slide"] != 0:
-        raise ctx.error("the size of a HOP window must be a whole multiple of its slide", at)
-    if kind == "CUMULATE" and values["size"] % values["step"] != 0:
-        raise ctx.error("the size of a CUMULATE window must be a whole multiple of its step", at)
+            raise ctx.error(f"the {n} of {kind.name} must be positive", at)
+    wrong = kind.check({n: v for n, v in values.items() if n != "offset"})
+    if wrong:
+        param, message = wrong
+        raise ctx.error(message, params[names.index(param)] if param in names else at)
     clash = [n for n in L.WINDOW_COLUMNS if node.schema.find(n) is not None]
     if clash:
-        raise ctx.error(f"the input of {kind} already has a column named {clash[0]}", at,
+        raise ctx.error(f"the input of {kind.name} already has a column named {clash[0]}", at,
                         help="rename it in the inner query, e.g. window_time AS rowtime")
     partition = tuple(scope.resolve(c, ctx.source).field.name for c in partition_by)
-    if partition and kind != "SESSION":
-        raise ctx.error("PARTITION BY is only allowed for SESSION windows", at)
-    spec = L.WindowSpec(kind=kind, time_col=time_col.name, size=values.get("size", 0), slide=values.get("slide", 0),
-                        step=values.get("step", 0), gap=values.get("gap", 0), offset=values.get("offset", 0),
-                        partition_by=partition)
+    if partition and not kind.partitioned:
+        kinds = " and ".join(k.name for k in WINDOW_KINDS.values() if k.partitioned)
+        raise ctx.error(f"PARTITION BY is only allowed for {kinds} windows", partition_by[0])
+    offset_us = values.pop("offset", 0)
+    spec = kind.spec(time_col.name, offset=offset_us, partition_by=partition, **values)
     out = L.WindowTVF(node, spec, proctime=time_col.proctime)
     # The input's columns keep their qualifiers; the window columns are unqualified.
     cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]

@@ -313,7 +313,7 @@ def window_origin(node: L.Node, name: str) -> tuple[L.WindowSpec, str] | None:
 
 
 def _same_windows(a: L.WindowSpec, b: L.WindowSpec) -> bool:
-    return (a.kind, a.size, a.slide, a.step, a.offset) == (b.kind, b.size, b.slide, b.step, b.offset)
+    return a.same_windows(b)
 
 
 def _window_join(left, right, rename, equi, ctx, j):

@@ -150,9 +150,15 @@ class ConnectorDescriptor:
         bounded: whether a source with these options ends (lower-case keys).
         bounded_note: the same for people: ``yes``, ``no``, ``unless watch = 'true'``.
         batch_readable: the batch routes (DuckDB, Spark and any registered one) can read it as a
-            source, through the file readers of ``runtime/batch_read.py``; otherwise only the runtime
-            reads it. (A sink is written on every route: a route hands its result batches to the
-            writer ``open_sink`` made.)
+            source; otherwise only the runtime reads it. A function of the options says when (Kafka:
+            with ``scan.bounded.mode``), and ``batch_note`` says it for people. (A sink is written on
+            every route: a route hands its result batches to the writer ``open_sink`` made.)
+        batch_reader: how a batch route reads it: ``files``, with the file readers of
+            ``runtime/batch_read.py`` (a task per file on Spark), or ``source``, with the connector's
+            own ``open_source`` reader read to its end in one pass (``runtime/batch_source.py``).
+        batch_note: when a conditionally batch-readable source is read by the batch routes.
+        partitioned: the source's reader keeps a watermark per partition (``batch_partitions``), so
+            late events are judged where it is read, on every route, even under window operators.
         replayable: an unbounded source whose history a batch route can read before the
             runtime continues from where it stopped (backfill, the continuous Spark route).
         insertable: ``INSERT INTO`` and ``Engine.insert`` feed it.
@@ -179,7 +185,10 @@ class ConnectorDescriptor:
     streams: bool = True
     bounded: Callable[[Mapping[str, str]], bool] = never_bounded
     bounded_note: str = "no"
-    batch_readable: bool = False
+    batch_readable: bool | Callable[[Mapping[str, str]], bool] = False
+    batch_reader: str = "files"
+    batch_note: str = ""
+    partitioned: bool = False
     replayable: bool = False
     insertable: bool = False
     collects: bool = False
@@ -190,6 +199,8 @@ class ConnectorDescriptor:
     def __post_init__(self):
         if not (self.source or self.sink or self.lookup):
             raise ValueError(f"connector '{self.name}' is neither a source, a sink nor a lookup source")
+        if self.batch_reader not in ("files", "source"):
+            raise ValueError(f"connector '{self.name}': batch_reader is 'files' or 'source', not '{self.batch_reader}'")
         names = [o.name for o in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"connector '{self.name}' declares an option twice")
@@ -204,6 +215,12 @@ class ConnectorDescriptor:
 
     def is_bounded(self, options: Mapping[str, str]) -> bool:
         return bool(self.bounded({k.lower(): v for k, v in options.items()}))
+
+    def batch_reads(self, options: Mapping[str, str]) -> bool:
+        """Whether the batch routes can read a source with these options."""
+        if callable(self.batch_readable):
+            return bool(self.batch_readable({k.lower(): v for k, v in options.items()}))
+        return bool(self.batch_readable)
 
     def option(self, key: str) -> Option | None:
         """The option ``key`` is (an exact name first, then a pattern)."""

@@ -11,7 +11,7 @@ from .descriptor import ConnectorDescriptor, Format, Option, OptionError
 
 STARTUP_MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
 BOUNDED_MODES = ("latest-offset", "group-offsets", "timestamp", "specific-offsets")
-KEY_FORMATS = ("json", "csv", "raw")
+KEY_FORMATS = ("json", "csv", "raw", "avro")
 OFFSETS_EXAMPLE = "'partition:0,offset:42;partition:1,offset:300'"
 
 # Options both Kafka connectors take.
@@ -86,11 +86,11 @@ DESCRIPTOR = ConnectorDescriptor(
     help="Kafka topics: a stream per topic (or topics), results as messages, exactly once",
     module="dsms.runtime.connectors.kafka",
     source=True, sink=True, tables=True,
-    formats=(Format("json"), Format("csv"), Format("raw"), Format("debezium-json", changelog=True),
+    formats=(Format("json"), Format("csv"), Format("raw"), Format("avro"), Format("debezium-json", changelog=True),
              Format("changelog-json", source=False, changelog=True)),
     format_required=False,  # 'value.format' may name it instead (check_kafka)
     options=COMMON + (
-        Option("value.format", "enum", values=("json", "csv", "raw", "debezium-json", "changelog-json"),
+        Option("value.format", "enum", values=("json", "csv", "raw", "avro", "debezium-json", "changelog-json"),
                help="Flink's other name for 'format'"),
         Option("topic-pattern", help="a regular expression: every topic whose name matches", scope="source"),
         Option("scan.startup.mode", "enum", "group-offsets", values=STARTUP_MODES,
@@ -103,6 +103,9 @@ DESCRIPTOR = ConnectorDescriptor(
         Option("scan.bounded.specific-offsets", help=f"for 'specific-offsets': {OFFSETS_EXAMPLE}", scope="source"),
     ),
     bounded=lambda options: "scan.bounded.mode" in options, bounded_note="with scan.bounded.mode",
+    # A bounded read is read whole by the batch routes, through this connector's own reader.
+    batch_readable=lambda options: "scan.bounded.mode" in options, batch_reader="source",
+    batch_note="with scan.bounded.mode", partitioned=True,
     accepts_changes=False,
     check=check_kafka,
     metadata=METADATA,

@@ -39,7 +39,7 @@ DESCRIPTOR = ConnectorDescriptor(
         Option("on_error", "enum", "fail", values=("fail", "skip"),
                help="a value that does not convert: stop (fail) or dead-letter the change (skip)"),
         Option("dead_letter", help="where skipped changes go (default <name>.dead-letter.jsonl)"),
-        Option("batch.size", "int", help="at most this many changes per batch"),
+        Option("batch.size", "int", help="at most this many changes per batch (and snapshot rows per piece)"),
     ),
     check=_check,
 )

@@ -45,7 +45,9 @@ def _facts(d: ConnectorDescriptor) -> list[str]:
     facts = [f"**{' and '.join(d.kinds)}**"]
     if d.source:
         facts.append(f"bounded: {d.bounded_note}")
-        facts.append("read on every route" if d.batch_readable else "read by the runtime route only")
+        facts.append(("read on every route " + d.batch_note).strip() + (
+            " (by the batch routes through its own reader)" if d.batch_reader == "source" else "")
+            if d.batch_readable else "read by the runtime route only")
     for on, fact in ((d.tables, "streams and tables with a PRIMARY KEY" if d.streams else "tables with a PRIMARY KEY only"), (d.insertable, "takes INSERT INTO"),
                      (d.collects, "a sink's results are kept in the engine")):
         if on:

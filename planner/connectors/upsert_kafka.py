@@ -27,9 +27,10 @@ DESCRIPTOR = ConnectorDescriptor(
     module="dsms.runtime.connectors.kafka",
     source=True, sink=True, tables=True,
     # Every format is read as changes by key (a TABLE with a PRIMARY KEY) and takes an updating result.
-    formats=(Format("json", changelog=True), Format("csv", changelog=True), Format("raw", changelog=True)),
+    formats=(Format("json", changelog=True), Format("csv", changelog=True), Format("raw", changelog=True),
+             Format("avro", changelog=True)),
     format_required=False,
-    options=COMMON + (Option("value.format", "enum", values=("json", "csv", "raw"), help="Flink's other name for "
+    options=COMMON + (Option("value.format", "enum", values=("json", "csv", "raw", "avro"), help="Flink's other name for "
                                                                                        "'format'"),),
     check=check_upsert,
 )

@@ -12,7 +12,6 @@ Nodes compare by identity, so a DAG can share a sub-plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from math import gcd
 
 import pyarrow as pa
 from sqlglot import exp
@@ -21,6 +20,7 @@ from ..aggregate_kinds import AggregateKind
 from ..catalog import SourceDef
 from ..timeutil import format_duration
 from ..types import TIMESTAMP, Field, Schema
+from ..windows import WindowSpec  # noqa: F401 - (plan nodes hold windows; modules take it from here)
 
 APPEND = "append-only"
 UPDATING = "updating"
@@ -43,71 +43,6 @@ def show(e: exp.Expression) -> str:
 def _derive(obj, **values) -> None:
     for k, v in values.items():
         object.__setattr__(obj, k, v)
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """A window assignment on an event-time column.
-
-    TUMBLE: ``size``. HOP: ``slide`` and ``size``. CUMULATE: ``step`` and
-    ``size`` (the maximum). SESSION: ``gap`` and ``partition_by``. All in
-    microseconds; windows are aligned to ``offset`` from the epoch.
-    """
-
-    kind: str
-    time_col: str
-    size: int = 0
-    slide: int = 0
-    step: int = 0
-    gap: int = 0
-    offset: int = 0
-    partition_by: tuple[str, ...] = ()
-
-    @property
-    def pane(self) -> int:
-        """The width of the slices a window is assembled from."""
-        if self.kind == "HOP":
-            return gcd(self.slide, self.size)
-        if self.kind == "CUMULATE":
-            return self.step
-        return self.size
-
-    def pane_start(self, t: int) -> int:
-        p = self.pane
-        return t - (t - self.offset) % p
-
-    def windows_of_pane(self, pane_start: int) -> list[tuple[int, int]]:
-        """The windows ``[start, end)`` that contain the pane starting at ``pane_start``."""
-        if self.kind == "TUMBLE":
-            return [(pane_start, pane_start + self.size)]
-        if self.kind == "HOP":
-            last = pane_start - (pane_start - self.offset) % self.slide
-            out = []
-            start = last
-            while start > pane_start - self.size:
-                out.append((start, start + self.size))
-                start -= self.slide
-            return out[::-1]
-        if self.kind == "CUMULATE":
-            start = pane_start - (pane_start - self.offset) % self.size
-            first_end = pane_start + self.step
-            return [(start, end) for end in range(first_end, start + self.size + 1, self.step)]
-        raise ValueError(f"{self.kind} windows are not assembled from panes")
-
-    def pane_expiry(self, pane_start: int) -> int:
-        """The watermark after which no window needs this pane any more."""
-        return max(end for _, end in self.windows_of_pane(pane_start))
-
-    def describe(self) -> str:
-        args = {
-            "TUMBLE": [format_duration(self.size)],
-            "HOP": [f"slide={format_duration(self.slide)}", f"size={format_duration(self.size)}"],
-            "CUMULATE": [f"step={format_duration(self.step)}", f"size={format_duration(self.size)}"],
-            "SESSION": [f"gap={format_duration(self.gap)}"] + ([f"partition by {', '.join(self.partition_by)}"] if self.partition_by else []),
-        }[self.kind]
-        if self.offset:
-            args.append(f"offset={format_duration(self.offset)}")
-        return f"{self.kind}({self.time_col}, {', '.join(args)})"
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,14 @@ class Lowered:
             lines.append("-- a Spark Structured Streaming query in append mode: each row is written once")
         for s in self.scans:
             src = s.source
+            if src.descriptor.batch_reader == "source":  # a bounded read of a connector (Kafka), in one pass
+                lines.append(f"-- {s.relation}: {src.name} (connector '{src.connector}', a bounded read), read by "
+                             f"its connector's reader: {', '.join(s.relation_schema.names)}")
+                if s.time_column and s.drop_late:
+                    lines.append(f"--   __mx: the largest {s.time_column} before each row that the source's watermark "
+                                 f"holds (per partition: the minimum over its partitions); rows more than "
+                                 f"{s.bound_us} us behind it are late")
+                continue
             lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
                          f"reader: {', '.join(s.relation_schema.names)}")
             if s.streaming:
@@ -174,9 +182,12 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     for n in L.walk(root):
         if isinstance(n, (L.Scan, LateScan)):
             src: SourceDef = n.source
-            if not src.descriptor.batch_readable:
-                # The batch routes read with the file readers (runtime/batch_read.py); a descriptor lists them.
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')", "the batch routes read files only")
+            if not src.descriptor.batch_reads(src.options):
+                # The batch routes read files, and the sources whose descriptor says when (a bounded Kafka read).
+                note = src.descriptor.batch_note
+                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
+                              f"the batch routes read it only {note}, a bounded read" if note else
+                              "the batch routes read files only")
             if not src.bounded and not (streaming or history):
                 raise _refuse(route, f"read '{src.name}' (watch = 'true')",
                               "it keeps growing, and the batch routes read bounded files")

@@ -26,7 +26,8 @@ from ..errors import LoweringRefused  # noqa: F401 - (the lowering modules take 
 from ..logical.nodes import WINDOW_TIME_OFFSET_US
 from ..types import to_sql_type
 from ..vocabulary import OP  # noqa: F401 - (lowering modules take it from here)
-from .sqlgen import floor_to, lit
+from ..windows import floor_to
+from .sqlgen import lit
 
 DIALECTS = ("duckdb", "spark")
 FILE, ROW, MAX_BEFORE = "__file", "__row", "__mx"  # columns every scan relation carries (and OP for changes)

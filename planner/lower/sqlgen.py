@@ -19,6 +19,7 @@ from ..functions import lower_functions
 from ..logical import nodes as L
 from ..physical.specs import BATCH, OP
 from ..types import Schema, to_sql_type
+from ..windows import assign_windows, timestamp
 
 DIALECT = "duckdb"
 _IN = "__in"
@@ -34,18 +35,6 @@ def lit(value: int) -> exp.Expression:
 
 def epoch_us(e: exp.Expression) -> exp.Expression:
     return fn("epoch_us", e)
-
-
-def from_us(e: exp.Expression) -> exp.Expression:
-    return fn("make_timestamp", e)
-
-
-def floor_to(us: exp.Expression, width: int, offset: int = 0) -> exp.Expression:
-    """``us`` rounded down to a multiple of ``width`` (shifted by ``offset``), exactly."""
-    shifted = exp.Paren(this=exp.Sub(this=us.copy(), expression=lit(offset))) if offset else us.copy()
-    mod = exp.Mod(this=exp.Paren(this=exp.Add(this=exp.Paren(this=exp.Mod(this=shifted, expression=lit(width))),
-                                              expression=lit(width))), expression=lit(width))
-    return exp.Sub(this=us.copy(), expression=exp.Paren(this=mod))
 
 
 def typed(expr: exp.Expression, schema: Schema) -> exp.Expression:
@@ -101,43 +90,20 @@ def layer(node: L.Node, inner: exp.Expression) -> exp.Select:
 
 
 def window_columns(w: L.WindowSpec, src: exp.Expression, schema: Schema) -> exp.Select:
-    """Each row with its windows' bounds; HOP and CUMULATE rows repeat once per window.
+    """Each row with its windows' bounds, once per window (``windows.assign_windows``).
 
     Rows keep whatever columns the batch has (sources read only the columns
     a plan uses), so the input is selected with ``*``.
     """
-    us = epoch_us(col(w.time_col))
-    if w.kind == "TUMBLE":
-        start = floor_to(us, w.size, w.offset)
-        end = exp.Add(this=start.copy(), expression=lit(w.size))
-        return exp.select(exp.Star(), *_bounds(start, end)).from_(src)
-    if w.kind == "HOP":
-        last = floor_to(us, w.slide, w.offset)
-        first = exp.Sub(this=last.copy(), expression=lit(w.size - w.slide))
-        series = fn("generate_series", first, last, lit(w.slide))
-        expanded = exp.select(exp.Star(), exp.alias_(exp.Unnest(expressions=[series]), "__ws", quoted=True)).from_(src)
-        ws = col("__ws")
-        return exp.select(_star_except("__ws"), *_bounds(ws, exp.Add(this=ws.copy(), expression=lit(w.size)))) \
-            .from_(subquery(expanded))
-    if w.kind == "CUMULATE":
-        start = floor_to(us, w.size, w.offset)
-        first_end = exp.Add(this=floor_to(us, w.step, w.offset), expression=lit(w.step))
-        series = fn("generate_series", first_end, exp.Add(this=start.copy(), expression=lit(w.size)), lit(w.step))
-        expanded = exp.select(exp.Star(), exp.alias_(start, "__ws", quoted=True),
-                              exp.alias_(exp.Unnest(expressions=[series]), "__we", quoted=True)).from_(src)
-        return exp.select(_star_except("__ws", "__we"), *_bounds(col("__ws"), col("__we"))).from_(subquery(expanded))
-    raise ValueError(f"{w.kind} windows cannot be assigned per batch")
-
-
-def _star_except(*names: str) -> exp.Star:
-    return exp.Star(except_=[col(n) for n in names])
+    return assign_windows(w, src, None, _bounds)
 
 
 def _bounds(start_us: exp.Expression, end_us: exp.Expression) -> list[exp.Expression]:
     return [
-        exp.alias_(from_us(start_us), "window_start", quoted=True),
-        exp.alias_(from_us(end_us), "window_end", quoted=True),
-        exp.alias_(from_us(exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))), "window_time", quoted=True),
+        exp.alias_(timestamp(start_us), "window_start", quoted=True),
+        exp.alias_(timestamp(end_us), "window_end", quoted=True),
+        exp.alias_(timestamp(exp.Sub(this=end_us.copy(), expression=lit(L.WINDOW_TIME_OFFSET_US))), "window_time",
+                   quoted=True),
     ]
 
 

@@ -22,10 +22,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+from sqlglot import exp
 
-from ..physical.specs import OP
-from ..vocabulary import ChangeOp
-from .sqlgen_group import q, sql_type
+from ..vocabulary import OP, ChangeOp
+from .sqltree import (
+    alias,
+    any_differs,
+    asc,
+    call,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    insert,
+    lit,
+    op_column,
+    render,
+    row_number,
+    same,
+    select_from,
+    star,
+    table,
+    union_all,
+)
 
 
 @dataclass(frozen=True)
@@ -38,34 +58,42 @@ class EmitSql:
 
 def emit_sql(op_id: int, schema: pa.Schema, identity: tuple[str, ...], scope: tuple[str, ...]) -> EmitSql:
     """Statements for an emitted-rows table with ``schema`` (the operator's output, without __op)."""
-    table, old, pairs = f"__emitted_{op_id}", f"__emitted_old_{op_id}", f"__emitted_pairs_{op_id}"
-    cols = [f.name for f in schema]
-    values = [c for c in cols if c not in identity]
+    emitted, old, pairs = f"__emitted_{op_id}", f"__emitted_old_{op_id}", f"__emitted_pairs_{op_id}"
+    cur, changes = f"__emitted_cur_{op_id}", f"__emit_changes_{op_id}"
+    names = [f.name for f in schema]
+    values = [c for c in names if c not in identity]
 
-    def on(a: str, b: str, names) -> str:
-        return " AND ".join(f"{a}.{q(c)} IS NOT DISTINCT FROM {b}.{q(c)}" for c in names) or "TRUE"
+    def rows(src: str, op: ChangeOp, group: int, rank: exp.Expression, prefix: str = "") -> list[exp.Expression]:
+        """A change row of ``op`` from ``src``'s columns (``prefix``: their names in a row of pairs)."""
+        return [alias(col(prefix + c, src), c) for c in names] + \
+            [op_column(op), exp.alias_(lit(group), "__g"), exp.alias_(rank, "__rank")]
 
-    def rows(alias: str, op: ChangeOp, group: int, rank: str = "0", prefix: str = "") -> str:
-        items = ", ".join(f"{alias}.{q(prefix + c)} AS {q(c)}" for c in cols)
-        return f"{items}, CAST({op.sql} AS TINYINT) AS {q(OP)}, {group} AS __g, {rank} AS __rank"
+    def pair_rank(plus: int) -> exp.Expression:  # -U then +U of each pair, pairs in order
+        twice = exp.Mul(this=exp.column("__rank", "p"), expression=lit(2))
+        return exp.Add(this=twice, expression=lit(plus)) if plus else twice
 
-    changed = " OR ".join(f"o.{q(c)} IS DISTINCT FROM c.{q(c)}" for c in values) or "FALSE"
-    paired = ", ".join([f"o.{q(c)} AS {q('__o_' + c)}" for c in cols] + [f"c.{q(c)} AS {q('__n_' + c)}" for c in cols])
-    setup = f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{q(f.name)} {sql_type(f.type)}' for f in schema)})"
-    cur = f"__emitted_cur_{op_id}"
-    diff = (
-        f"CREATE OR REPLACE TEMP TABLE {old} AS SELECT e.* FROM {table} e SEMI JOIN __scope s ON {on('e', 's', scope)}",
-        f"CREATE OR REPLACE TEMP TABLE {cur} AS SELECT c.* FROM __cur c SEMI JOIN __scope s ON {on('c', 's', scope)}",
-        f"CREATE OR REPLACE TEMP TABLE {pairs} AS SELECT row_number() OVER () AS __rank, {paired} "
-        f"FROM {old} o JOIN {cur} c ON {on('o', 'c', identity)} WHERE {changed}",
-        f"CREATE OR REPLACE TEMP TABLE __emit_changes_{op_id} AS SELECT {', '.join(q(c) for c in cols)}, {q(OP)} FROM ("
-        f"SELECT {rows('o', ChangeOp.DELETE, 0)} FROM {old} o ANTI JOIN {cur} c ON {on('o', 'c', identity)} UNION ALL "
-        f"SELECT {rows('p', ChangeOp.UPDATE_BEFORE, 1, 'p.__rank * 2', '__o_')} FROM {pairs} p UNION ALL "
-        f"SELECT {rows('p', ChangeOp.UPDATE_AFTER, 1, 'p.__rank * 2 + 1', '__n_')} FROM {pairs} p UNION ALL "
-        f"SELECT {rows('c', ChangeOp.INSERT, 2)} FROM {cur} c ANTI JOIN {old} o ON {on('c', 'o', identity)}"
-        f") AS changes ORDER BY __g, __rank",
-        f"DELETE FROM {table} USING __scope s WHERE {on(table, 's', scope)}",
-        f"INSERT INTO {table} SELECT {', '.join(q(c) for c in cols)} FROM {cur}",
-        f"SELECT * FROM __emit_changes_{op_id}",
-    )
-    return EmitSql(setup, diff, f"DELETE FROM {table} WHERE epoch_us({q('window_end')}) < ?", table)
+    both = same("o", "c", identity)
+    paired = [alias(col(c, "o"), "__o_" + c) for c in names] + [alias(col(c, "c"), "__n_" + c) for c in names]
+    diff = [
+        create_temp(old, select_from(emitted, "e", star("e")).join(table("__scope", "s"), on=same("e", "s", scope),
+                                                                   join_type="semi")),
+        create_temp(cur, select_from("__cur", "c", star("c")).join(table("__scope", "s"), on=same("c", "s", scope),
+                                                                   join_type="semi")),
+        create_temp(pairs, select_from(old, "o", exp.alias_(row_number([]), "__rank"), *paired)
+                    .join(table(cur, "c"), on=both).where(any_differs("o", "c", values))),
+        create_temp(changes, select_from(union_all(
+            select_from(old, "o", *rows("o", ChangeOp.DELETE, 0, lit(0)))
+            .join(table(cur, "c"), on=both, join_type="anti"),
+            select_from(pairs, "p", *rows("p", ChangeOp.UPDATE_BEFORE, 1, pair_rank(0), "__o_")),
+            select_from(pairs, "p", *rows("p", ChangeOp.UPDATE_AFTER, 1, pair_rank(1), "__n_")),
+            select_from(cur, "c", *rows("c", ChangeOp.INSERT, 2, lit(0)))
+            .join(table(old, "o"), on=same("c", "o", identity), join_type="anti"),
+        ), "changes", *cols(names), col(OP)).order_by(asc(exp.column("__g")), asc(exp.column("__rank")))),
+        delete_using(emitted, table("__scope", "s"), same(emitted, "s", scope)),
+        insert(emitted, select_from(cur, None, *cols(names))),
+        select_from(changes, None, star()),
+    ]
+    evict = exp.Delete(this=table(emitted), where=exp.Where(this=exp.LT(
+        this=call("epoch_us", col("window_end")), expression=exp.Placeholder())))
+    return EmitSql(render(create_table(emitted, [(f.name, f.type) for f in schema])),
+                   tuple(render(s) for s in diff), render(evict), emitted)

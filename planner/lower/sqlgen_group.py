@@ -18,7 +18,6 @@ Tables are named after the operator id, in the job's own connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -26,18 +25,34 @@ from sqlglot import exp
 
 from ..aggregate_kinds import SEQ
 from ..logical.nodes import AggCall
-from ..physical.specs import OP
-from ..types import Schema, to_sql_type
-from ..vocabulary import RETRACTIONS, ChangeOp, sql_codes
-from .sqlgen_ttl import group_agg_ttl, now
-
-
-def q(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
-
-
-def sql_type(t: pa.DataType) -> str:
-    return to_sql_type(t).sql("duckdb")
+from ..types import Schema
+from ..vocabulary import OP, ChangeOp
+from .sqlgen_ttl import group_agg_ttl, now_variable
+from .sqltree import (
+    alias,
+    asc,
+    call,
+    cast,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    insert,
+    lit,
+    op_column,
+    q,  # noqa: F401 - (the modules still writing text take it from here)
+    render,
+    row_number,
+    same,
+    select_from,
+    sign,
+    sql_type,  # noqa: F401 - (as q)
+    star,
+    sub,
+    table,
+    union_all,
+)
 
 
 @dataclass(frozen=True)
@@ -46,196 +61,220 @@ class GroupAggSql:
     per_batch: tuple[str, ...]  # run in order; the last returns the changes
     compact: tuple[str, ...]  # merge the multiset logs (run now and then)
     state_tables: tuple[str, ...]
-    expire: tuple[str, ...] = ()  # SET 'state.ttl': drop the keys not written for that long (lower/sqlgen_ttl.py)
+    expire: tuple[str, ...] = ()  # SET 'state.ttl': drop the keys not written for that long (sqlgen_ttl.py)
     oldest: str = ""  # the oldest last-write time held
 
 
-def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,
-                  updating_input: bool, input_sql: str, ttl_us: int = 0) -> GroupAggSql:
-    state, d, o, n, emit = (f"__state_{op_id}", f"__d_{op_id}", f"__o_{op_id}", f"__n_{op_id}", f"__emit_{op_id}")
-    K = [q(k) for k in keys]
-    key_types = [sql_type(input_schema.find(k).type) for k in keys]
+def _sum(e: exp.Expression) -> exp.Expression:
+    return exp.Sum(this=e)
 
-    on, keys_of = _joins_on(K), _keys_of(K)
-    sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
-    signed = f"(SELECT *, {sign} AS __sg FROM ({input_sql}) AS __rows)"
 
-    columns = [(k, t) for k, t in zip(K, key_types)] + [("__cnt", "BIGINT")]
-    delta = ["SUM(__sg) AS __cnt"]
-    merged = ["COALESCE(o.__cnt, 0) + d.__cnt AS __cnt"]
-    outputs: list[tuple[str, str]] = []  # (expression over n and multiset results, type)
-    multiset_steps, multiset_joins, setup, compact, tables = [], [], [], [], [state]
+def _add(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+    return exp.Add(this=a, expression=b)
 
-    b = _Build(op_id, K, key_types, d, signed, on, keys_of, columns, delta, merged, setup, multiset_steps,
-               multiset_joins, compact, tables)
-    for i, a in enumerate(aggs):
+
+def _positive(e: exp.Expression) -> exp.Expression:
+    return exp.GT(this=e, expression=lit(0))
+
+
+def _when(cond: exp.Expression, then: exp.Expression, default: exp.Expression | None = None) -> exp.Case:
+    return exp.Case(ifs=[exp.If(this=cond, true=then)], default=default)
+
+
+class _Aggregates:
+    """The accumulator columns, their per-batch deltas and merges, and each aggregate's output expression.
+
+    How an aggregate keeps its state follows from its kind (planner/aggregate_kinds.py): partials that are
+    counts and sums are signed accumulators; the others keep a log of the values (in arrival order for the
+    ordered kinds) and are recomputed over its live values for the keys a batch touches.
+    """
+
+    def __init__(self, op_id: int, keys: list[str], input_schema: Schema, signed: exp.Expression):
+        self.op_id, self.keys, self.schema, self.signed = op_id, keys, input_schema, signed
+        self.d = f"__d_{op_id}"
+        self.columns: list[tuple[str, pa.DataType | str]] = []  # accumulators after the keys and __cnt
+        self.delta: list[exp.Expression] = [exp.alias_(_sum(exp.column("__sg")), "__cnt")]
+        self.merged: list[exp.Expression] = [exp.alias_(_add(exp.func("COALESCE", exp.column("__cnt", "o"), lit(0)),
+                                                              exp.column("__cnt", "d")), "__cnt")]
+        self.outputs: list[tuple[exp.Expression, pa.DataType]] = []
+        self.setup: list[exp.Expression] = []
+        self.multiset_steps: list[exp.Expression] = []
+        self.multiset_joins: list[tuple[str, exp.Expression]] = []
+        self.compact: list[exp.Expression] = []
+        self.logs: list[str] = []
+
+    def add(self, i: int, a: AggCall) -> None:
         if a.kind.retracts_by_sign and not a.keeps_values:
-            outputs.append(_signed(b, i, a))
+            out = self._signed(i, a)
         elif a.kind.ordered:
-            outputs.append(_ordered_log(b, i, a))
+            out = self._ordered_log(i, a)
         else:
-            outputs.append(_multiset_log(b, i, a))
+            out = self._multiset(i, a)
+        self.outputs.append((out, a.type))
 
-    columns += [(f"__out{i}", t) for i, (_, t) in enumerate(outputs)]
-    if ttl_us:  # when the key was last written, in processing time
-        columns.append(("__at", "BIGINT"))
-    accumulators = [c for c, _ in columns[len(K):] if not c.startswith("__out") and c != "__at"]
-    setup.insert(0, f"CREATE TABLE IF NOT EXISTS {state} ({', '.join(f'{c} {t}' for c, t in columns)})")
+    def _signed(self, i: int, a: AggCall) -> exp.Expression:
+        """Signed accumulators (counts and sums): a retraction subtracts what its row added."""
+        arg = col(a.arg) if a.arg else None
+        parts = {}
+        for p in a.partials(retracting=True):
+            name = f"__a{i}{p.suffix}"
+            parts[p.suffix] = exp.column(name, "n")
+            self.columns.append((name, p.type))
+            if arg is None:
+                signed: exp.Expression = exp.column("__sg")
+            elif p.first == "count":  # the non-NULL values
+                signed = _when(exp.Is(this=arg.copy(), expression=exp.Null()), lit(0), exp.column("__sg"))
+            else:
+                signed = exp.Mul(this=cast(p.value(arg), p.type), expression=exp.column("__sg"))
+            self.delta.append(exp.alias_(_sum(signed), name))
+            total = _add(exp.func("COALESCE", exp.column(name, "o"), lit(0)),
+                         exp.func("COALESCE", exp.column(name, "d"), lit(0)))
+            self.merged.append(exp.alias_(cast(total, p.type), name))
+        return a.kind.final(parts, a.type)
+
+    def _log(self, log: str, a: AggCall, extra: list[tuple[str, pa.DataType | str]]) -> exp.Column:
+        """A log table of (keys, value, ``extra``) for aggregate ``a``; its argument as a column."""
+        self.logs.append(log)
+        self.setup.append(create_table(log, [(k, self.schema.find(k).type) for k in self.keys] +
+                                       [("__v", a.arg_type)] + extra))
+        return col(a.arg)
+
+    def _per_key(self, result: str, value: exp.Expression, live: exp.Expression) -> exp.Column:
+        """``result``: per key of the batch, ``value`` over its ``live`` rows (an aggregate of nothing where it has
+        none: COUNT gives 0); joined to the new state by key."""
+        keys, d = self.keys, self.d
+        reduced = select_from(d, "d", *cols(keys, "d"), exp.alias_(value, "__r")).join(
+            sub(live, "live"), on=same("d", "live", keys), join_type="left")
+        if keys:
+            reduced = reduced.group_by(*cols(keys, "d"))
+        self.multiset_steps.append(create_temp(result, reduced))
+        self.multiset_joins.append((result, same("n", result, keys)))
+        return exp.column("__r", result)
+
+    def _multiset(self, i: int, a: AggCall) -> exp.Expression:
+        """MIN, MAX, DISTINCT ...: a log of (keys, value, count) per key; the result over its live values."""
+        log, keys = f"__ms_{self.op_id}_{i}", self.keys
+        arg = self._log(log, a, [("__n", pa.int64())])
+        self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
+                                                           exp.alias_(_sum(exp.column("__sg")), "__n"))
+                                          .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
+                                          .group_by(*cols(keys), arg.copy())))
+        live = select_from(log, "m", *cols(keys, "m"), exp.column("__v", "m"),
+                           exp.alias_(_sum(exp.column("__n", "m")), "__n")) \
+            .join(table(self.d, "d"), on=same("m", "d", keys), join_type="semi") \
+            .group_by(*cols(keys, "m"), exp.column("__v", "m")) \
+            .having(_positive(_sum(exp.column("__n", "m"))))
+        reduce = a.kind.over_multiset(exp.column("__v", "live"), exp.column("__n", "live"), a.arg_type, a.type,
+                                      a.distinct)
+        group = [*cols(keys), exp.column("__v")]
+        self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True, expression=select_from(
+            log, None, *group, exp.alias_(_sum(exp.column("__n")), "__n")).group_by(*[g.copy() for g in group])
+            .having(exp.NEQ(this=_sum(exp.column("__n")), expression=lit(0)))))
+        return self._per_key(f"__m_{self.op_id}_{i}", reduce, live)
+
+    def _ordered_log(self, i: int, a: AggCall) -> exp.Expression:
+        """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (keys, value, arrival number, +1 or -1) per aggregate.
+
+        A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
+        ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
+        """
+        log, keys = f"__ol_{self.op_id}_{i}", self.keys
+        arg = self._log(log, a, [(SEQ, pa.int64()), ("__n", pa.int64())])
+        self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
+                                                           col(SEQ), exp.alias_(exp.column("__sg"), "__n"))
+                                          .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))))
+        touched = select_from(log, "m", star("m")).join(table(self.d, "d"), on=same("m", "d", keys),
+                                                         join_type="semi")
+        value = a.kind.over_ordered(exp.column("__v", "live"), col(SEQ, "live"), a.type)
+        self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True,
+                                       expression=_live_occurrences(table(log, "m"), keys)))
+        return self._per_key(f"__m_{self.op_id}_{i}", value, _live_occurrences(sub(touched, "m"), keys))
+
+
+def _live_occurrences(source: exp.Expression, keys: list[str]) -> exp.Select:
+    """The +1 rows of an ordered log (``source``, aliased ``m``) that no retraction took away: per value, as
+    many of its earliest occurrences are gone as it has -1 rows."""
+    value = [*cols(keys), exp.column("__v")]
+    added = exp.Paren(this=_positive(exp.column("__n")))
+    rank = row_number([*value, added], [asc(col(SEQ))])
+    retracted = _when(exp.LT(this=exp.column("__n"), expression=lit(0)), lit(1), lit(0))
+    gone = exp.Window(this=_sum(retracted), partition_by=[v.copy() for v in value])
+    numbered = exp.select(star("m"), exp.alias_(rank, "__rk"), exp.alias_(gone, "__gone")).from_(source)
+    return select_from(sub(numbered, "o"), None, exp.Star(except_=[exp.column("__rk"), exp.column("__gone")])) \
+        .where(exp.and_(_positive(exp.column("__n")), exp.GT(this=exp.column("__rk"), expression=exp.column("__gone"))))
+
+
+def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,
+                  updating_input: bool, input_sql: exp.Expression, ttl_us: int = 0) -> GroupAggSql:
+    """The statements of a group aggregate over the rows of ``input_sql`` (a query over ``__input``)."""
+    state, d, o, n, emit = (f"__state_{op_id}", f"__d_{op_id}", f"__o_{op_id}", f"__n_{op_id}", f"__emit_{op_id}")
+    K = list(keys)
+    signed = sub(select_from(sub(input_sql, "__rows"), None, star(), exp.alias_(sign(updating_input), "__sg")), "s")
+    acc = _Aggregates(op_id, K, input_schema, signed)
+    for i, a in enumerate(aggs):
+        acc.add(i, a)
+
+    outs = [f"__out{i}" for i in range(len(acc.outputs))]
+    columns = [(k, input_schema.find(k).type) for k in K] + [("__cnt", pa.int64())] + acc.columns + \
+        [(name, t) for name, (_, t) in zip(outs, acc.outputs)] + ([("__at", pa.int64())] if ttl_us else [])
+    accumulators = ["__cnt"] + [c for c, _ in acc.columns]
+    setup = [create_table(state, columns), *acc.setup]
 
     # Without keys, a batch whose rows were all filtered away must not look like a key.
-    group_by = f" GROUP BY {', '.join(K)}" if K else " HAVING COUNT(*) > 0"
-    out_items = ", ".join(f"CAST({e} AS {t}) AS __out{i}" for i, (e, t) in enumerate(outputs))
-    per_batch = [
-        # the batch's signed partials per key
-        f"CREATE OR REPLACE TEMP TABLE {d} AS SELECT {''.join(k + ', ' for k in K)}{', '.join(delta)} "
-        f"FROM {signed} AS s{group_by}",
-        # the state of the keys it touches
-        f"CREATE OR REPLACE TEMP TABLE {o} AS SELECT s.* FROM {state} s SEMI JOIN {d} d ON {on('s', 'd')}",
-        *multiset_steps,
+    delta = select_from(signed, None, *cols(K), *acc.delta)
+    delta = delta.group_by(*cols(K)) if K else delta.having(_positive(exp.Count(this=exp.Star())))
+    new = select_from(n, "n", *cols(K, "n"), *[exp.column(c, "n") for c in accumulators],
+                      *[alias(cast(e, t), name) for name, (e, t) in zip(outs, acc.outputs)])
+    if ttl_us:  # when the key was last written, in processing time
+        new.select(exp.alias_(call("getvariable", exp.Literal.string(now_variable(op_id))), "__at"), copy=False)
+    for result, on in acc.multiset_joins:
+        new = new.join(table(result), on=on, join_type="left")
+    per_batch: list[exp.Expression] = [
+        create_temp(d, delta),  # the batch's signed partials per key
+        create_temp(o, select_from(state, "s", star("s")).join(table(d, "d"), on=same("s", "d", K),
+                                                                join_type="semi")),  # the state of its keys
+        *acc.multiset_steps,
         # new accumulators, then new outputs
-        f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{', '.join(merged)} "
-        f"FROM {d} d LEFT JOIN {o} o ON {on('d', 'o')}",
-        f"CREATE OR REPLACE TEMP TABLE {n} AS SELECT {''.join(k + ', ' for k in keys_of('n'))}"
-        f"{', '.join('n.' + c for c in accumulators)}, {out_items}{f', {now(op_id)} AS __at' if ttl_us else ''} "
-        f"FROM {n} n {' '.join(multiset_joins)}",
+        create_temp(n, select_from(d, "d", *cols(K, "d"), *acc.merged).join(table(o, "o"), on=same("d", "o", K),
+                                                                            join_type="left")),
+        create_temp(n, new),
     ]
 
-    per_batch += _changes(b, [q(a.name) for a in aggs], len(outputs), state, o, n, emit)
+    names = K + [a.name for a in aggs]
+    changed = exp.Paren(this=exp.or_(*[exp.NullSafeNEQ(this=exp.column(c, "o"), expression=exp.column(c, "n"))
+                                       for c in outs])) if outs else exp.false()
+    alive = _positive(exp.column("__cnt", "n"))
+
+    def rows(src: str, op: ChangeOp, order: int) -> list[exp.Expression]:
+        return [alias(v, name) for v, name in zip(cols(K, src) + [exp.column(c, src) for c in outs], names)] + \
+            [op_column(op), exp.alias_(lit(order), "__ord")]
+
+    def both(items: list[exp.Expression]) -> exp.Select:
+        return select_from(o, "o", *items).join(table(n, "n"), on=same("o", "n", K))
+
+    changes = union_all(
+        both(rows("o", ChangeOp.UPDATE_BEFORE, 0)).where(exp.and_(alive, changed)),
+        both(rows("n", ChangeOp.UPDATE_AFTER, 1)).where(exp.and_(alive.copy(), changed.copy())),
+        select_from(n, "n", *rows("n", ChangeOp.INSERT, 1)).join(table(o, "o"), on=same("n", "o", K),
+                                                                 join_type="anti").where(alive.copy()),
+        both(rows("o", ChangeOp.DELETE, 0)).where(exp.LTE(this=exp.column("__cnt", "n"), expression=lit(0))),
+    )
+    per_batch += [
+        create_temp(emit, select_from(sub(changes, "changes"), None, *cols(names), col(OP))
+                    .order_by(asc(exp.column("__ord")))),
+        delete_using(state, table(d), same(state, d, K)),
+        insert(state, select_from(n, None, star()).where(_positive(exp.column("__cnt")))),
+        select_from(emit, None, star()),
+    ]
+    tables = (state, *acc.logs)
+    if ttl_us and acc.logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
+        per_batch[-1:-1] = [delete_using(log, table(d), exp.and_(same(log, d, K), exp.Not(this=exp.Exists(
+            this=select_from(state, "s", lit(1)).where(same("s", log, K)))))) for log in acc.logs]
     if not ttl_us:
-        return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables))
-    logs = tuple(tables[1:])
-    if logs and updating_input:  # a retraction of an expired key is ignored: its values leave no trace
-        per_batch[-1:-1] = [f"DELETE FROM {log} AS m USING {d} WHERE {on('m', d)} AND NOT EXISTS "
-                            f"(SELECT 1 FROM {state} AS s WHERE {on('s', 'm')})" for log in logs]
-    ttl = group_agg_ttl(op_id, state, keys, logs, ttl_us)
-    return GroupAggSql(tuple(setup), tuple(per_batch), tuple(compact), tuple(tables), ttl.expire, ttl.oldest)
+        return GroupAggSql(_all(setup), _all(per_batch), _all(acc.compact), tables)
+    ttl = group_agg_ttl(op_id, state, keys, tuple(acc.logs), ttl_us)
+    return GroupAggSql(_all(setup), _all(per_batch), _all(acc.compact), tables, ttl.expire, ttl.oldest)
 
 
-def _joins_on(K: list[str]) -> Callable[[str, str], str]:
-    """A join condition on the keys between two aliases (NULL keys match)."""
-    return lambda a, b: " AND ".join(f"{a}.{k} IS NOT DISTINCT FROM {b}.{k}" for k in K) or "TRUE"
-
-
-def _keys_of(K: list[str]) -> Callable[[str], list[str]]:
-    return lambda alias: [f"{alias}.{k}" for k in K]
-
-
-def _changes(b: _Build, names: list[str], n_out: int, state: str, o: str, n: str, emit: str) -> list[str]:
-    """The batch's changes (old state ``o`` against new ``n``), then the state updated; the last returns them."""
-    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
-    names = K + names
-    changed = " OR ".join(f"o.__out{i} IS DISTINCT FROM n.__out{i}" for i in range(n_out)) or "FALSE"
-
-    def rows(src: str, op: ChangeOp, order: int) -> str:
-        values = keys_of(src) + [f"{src}.__out{i}" for i in range(n_out)]
-        return (", ".join(f"{v} AS {name}" for v, name in zip(values, names)) +
-                f", CAST({op.sql} AS TINYINT) AS {q(OP)}, {order} AS __ord")
-
-    both = f"FROM {o} o JOIN {n} n ON {on('o', 'n')}"
-    return [
-        f"CREATE OR REPLACE TEMP TABLE {emit} AS SELECT {', '.join(names + [q(OP)])} FROM ("
-        f"SELECT {rows('o', ChangeOp.UPDATE_BEFORE, 0)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', ChangeOp.UPDATE_AFTER, 1)} {both} WHERE n.__cnt > 0 AND ({changed}) UNION ALL "
-        f"SELECT {rows('n', ChangeOp.INSERT, 1)} FROM {n} n ANTI JOIN {o} o ON {on('n', 'o')} WHERE n.__cnt > 0 UNION ALL "
-        f"SELECT {rows('o', ChangeOp.DELETE, 0)} {both} WHERE n.__cnt <= 0) AS changes ORDER BY __ord",
-        f"DELETE FROM {state} USING {d} WHERE {on(state, d)}",
-        f"INSERT INTO {state} SELECT * FROM {n} WHERE __cnt > 0",
-        f"SELECT * FROM {emit}",
-    ]
-
-
-@dataclass
-class _Build:
-    """What the statements of a group aggregate are assembled from (see group_agg_sql)."""
-
-    op_id: int
-    K: list[str]  # the quoted keys
-    key_types: list[str]
-    d: str  # the batch's partials per key
-    signed: str  # the input rows with their sign (__sg)
-    on: Callable[[str, str], str]
-    keys_of: Callable[[str], list[str]]
-    columns: list  # the state table's columns
-    delta: list  # the batch's accumulators per key
-    merged: list  # the new accumulators
-    setup: list
-    steps: list
-    joins: list
-    compact: list
-    tables: list
-
-
-def _signed(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
-    """Signed accumulators (counts and sums): a retraction subtracts what its row added."""
-    parts = {}
-    for p in a.partials(retracting=True):
-        name, t = f"__a{i}{p.suffix}", sql_type(p.type)
-        parts[p.suffix] = exp.column(name, table="n")
-        b.columns.append((name, t))
-        if a.arg is None:
-            b.delta.append(f"SUM(__sg) AS {name}")
-        elif p.first == "count":
-            b.delta.append(f"SUM(CASE WHEN {q(a.arg)} IS NULL THEN 0 ELSE __sg END) AS {name}")
-        else:
-            value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type))
-            b.delta.append(f"SUM({value.sql('duckdb')} * __sg) AS {name}")
-        b.merged.append(f"CAST(COALESCE(o.{name}, 0) + COALESCE(d.{name}, 0) AS {t}) AS {name}")
-    return a.kind.final(parts, a.type).sql("duckdb"), sql_type(a.type)
-
-
-def _multiset_log(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
-    """A multiset log of (key, value, count); the result is recomputed over the live values of the batch's keys."""
-    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
-    arg = q(a.arg)
-    log, result = f"__ms_{b.op_id}_{i}", f"__m_{b.op_id}_{i}"
-    b.tables.append(log)
-    group = ", ".join(K + ["__v"])
-    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, b.key_types))
-    b.setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, __n BIGINT)")
-    b.steps.append(
-        f"INSERT INTO {log} SELECT {', '.join(K + [f'{arg} AS __v'])}, SUM(__sg) AS __n "
-        f"FROM {b.signed} WHERE {arg} IS NOT NULL GROUP BY {', '.join(K + [arg])}")
-    reduce = a.kind.over_multiset(exp.column("__v", table="live"), exp.column("__n", table="live"), a.arg_type,
-                                  a.type, a.distinct).sql("duckdb")
-    live = (f"SELECT {', '.join(keys_of('m') + ['m.__v'])}, SUM(m.__n) AS __n FROM {log} m SEMI JOIN {d} d "
-            f"ON {on('m', 'd')} GROUP BY {', '.join(keys_of('m') + ['m.__v'])} HAVING SUM(m.__n) > 0")
-    # from the batch's keys, so a key without live values gets the aggregate of nothing (COUNT: 0)
-    b.steps.append(
-        f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{reduce} AS __r "
-        f"FROM {d} d LEFT JOIN ({live}) AS live ON {on('d', 'live')}" +
-        (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
-    b.joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-    b.compact.append(f"CREATE OR REPLACE TABLE {log} AS SELECT {group}, SUM(__n) AS __n FROM {log} "
-                     f"GROUP BY {group} HAVING SUM(__n) <> 0")
-    return f"{result}.__r", sql_type(a.type)
-
-
-def _ordered_log(b: _Build, i: int, a: AggCall) -> tuple[str, str]:
-    """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (key, value, arrival number, +1 or -1) per aggregate.
-
-    A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
-    ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
-    """
-    K, d, on, keys_of = b.K, b.d, b.on, b.keys_of
-    arg, log, result = q(a.arg), f"__ol_{b.op_id}_{i}", f"__m_{b.op_id}_{i}"
-    b.tables.append(log)
-    ddl_keys = "".join(f"{k} {t}, " for k, t in zip(K, b.key_types))
-    b.setup.append(f"CREATE TABLE IF NOT EXISTS {log} ({ddl_keys}__v {sql_type(a.arg_type)}, {SEQ} BIGINT, "
-                   "__n BIGINT)")
-    b.steps.append(f"INSERT INTO {log} SELECT {''.join(k + ', ' for k in K)}{arg} AS __v, {SEQ}, __sg AS __n "
-                   f"FROM {b.signed} WHERE {arg} IS NOT NULL")
-    part = ", ".join(K + ["__v"])
-
-    def live(source: str) -> str:
-        return (f"SELECT * EXCLUDE (__rk, __gone) FROM (SELECT m.*, ROW_NUMBER() OVER (PARTITION BY {part}, __n > 0 "
-                f"ORDER BY {SEQ}) AS __rk, SUM(CASE WHEN __n < 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {part}) AS __gone "
-                f"FROM {source}) AS o WHERE __n > 0 AND __rk > __gone")
-
-    touched = f"(SELECT m.* FROM {log} m SEMI JOIN {d} d ON {on('m', 'd')}) AS m"
-    value = a.kind.over_ordered(exp.column("__v", table="live"), exp.column(SEQ, table="live"), a.type).sql("duckdb")
-    b.steps.append(f"CREATE OR REPLACE TEMP TABLE {result} AS SELECT {''.join(k + ', ' for k in keys_of('d'))}{value} "
-                   f"AS __r FROM {d} d LEFT JOIN ({live(touched)}) AS live ON {on('d', 'live')}" +
-                   (f" GROUP BY {', '.join(keys_of('d'))}" if K else ""))
-    b.joins.append(f"LEFT JOIN {result} ON {on('n', result)}")
-    b.compact.append(f"CREATE OR REPLACE TABLE {log} AS {live(log + ' AS m')}")
-    return f"{result}.__r", sql_type(a.type)
+def _all(statements: list[exp.Expression]) -> tuple[str, ...]:
+    return tuple(render(s) for s in statements)

@@ -17,19 +17,59 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..logical.join import Join
-from ..physical.specs import BATCH, OP
-from ..vocabulary import RETRACTIONS, ChangeOp, sql_codes
+from ..physical.specs import BATCH
+from ..vocabulary import OP, ChangeOp
 from . import sqlgen as S
-from .sqlgen_group import q, sql_type
 from .sqlgen_ttl import TtlSql, join_ttl, touch_keys
+from .sqltree import (
+    alias,
+    asc,
+    call,
+    cast,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    desc,
+    group_by_all,
+    insert,
+    lit,
+    render,
+    row_number,
+    same,
+    select_from,
+    sign,
+    star,
+    sub,
+    table,
+    union_all,
+)
 
 SEQ = "__seq"  # arrival number the runtime adds to a versioned table's batches
 ID = "__id"  # row id the runtime adds to an outer side's batches (interval joins)
+WATERMARK = exp.Placeholder(this="1")  # $1: the watermark the runtime passes
+
+
+def _all(statements) -> tuple[str, ...]:
+    return tuple(render(s) for s in statements)
+
+
+def _delete_where(name: str, where: exp.Expression) -> exp.Delete:
+    return exp.Delete(this=table(name), where=exp.Where(this=where))
+
+
+def _below_watermark(e: exp.Expression) -> exp.Expression:
+    return exp.LT(this=e, expression=WATERMARK.copy())
+
+
+def _at_most_watermark(e: exp.Expression) -> exp.Expression:
+    return exp.LTE(this=e, expression=WATERMARK.copy())
 
 
 @dataclass
 class JoinSql:
-    """Names, column lists and the rendered condition of one join operator."""
+    """Names, column lists and the condition of one join operator, as sqlglot trees."""
 
     node: Join
     op_id: int
@@ -52,59 +92,69 @@ class JoinSql:
     def table(self, tag: str) -> str:
         return f"__j{tag}_{self.op_id}"
 
-    def ref(self, out: str) -> str:
-        alias, name = self.source[out]
-        return f"{alias}.{q(name)}"
+    def ref(self, out: str) -> exp.Column:
+        alias_, name = self.source[out]
+        return col(name, alias_)
 
-    def render(self, e: exp.Expression) -> str:
-        """A bound expression over output names, as DuckDB SQL over the aliases l and r."""
+    def expr(self, e: exp.Expression) -> exp.Expression:
+        """A bound expression over output names, over the aliases l and r."""
         typed = S.typed(e, self.node.schema)
 
         def qualify(c: exp.Expression) -> exp.Expression:
             if isinstance(c, exp.Column):
-                alias, name = self.source[c.name]
-                return exp.Column(this=exp.Identifier(this=name, quoted=True),
-                                  table=exp.Identifier(this=alias, quoted=False))
+                return self.ref(c.name)
             return c
 
-        return S.render(typed.transform(qualify))
+        return typed.transform(qualify)
 
-    def condition(self, *extra: str, residual: bool = True) -> str:
-        parts = [f"{self.render(a)} = {self.render(b)}" for a, b in self.node.equi]
+    def condition(self, *extra: exp.Expression, residual: bool = True) -> exp.Expression:
+        parts = [exp.EQ(this=self.expr(a), expression=self.expr(b)) for a, b in self.node.equi]
         parts += list(extra)
         if residual and self.node.residual is not None:
-            parts.append(f"({self.render(self.node.residual)})")
-        return " AND ".join(parts) or "TRUE"
+            parts.append(exp.Paren(this=self.expr(self.node.residual)))
+        return exp.and_(*parts) if parts else exp.true()
 
-    def outputs(self, null_left: bool = False, null_right: bool = False) -> str:
+    def outputs(self, null_left: bool = False, null_right: bool = False) -> list[exp.Expression]:
         """The output columns from l and r; a padded side's as typed NULLs."""
         items = []
         for f, name in zip(self.out_fields, self.out_names):
-            alias = self.source[name][0]
-            if (alias == "l" and null_left) or (alias == "r" and null_right):
-                items.append(f"CAST(NULL AS {sql_type(f.type)}) AS {q(name)}")
+            side = self.source[name][0]
+            if (side == "l" and null_left) or (side == "r" and null_right):
+                items.append(alias(cast(exp.Null(), f.type), name))
             else:
-                items.append(f"{self.ref(name)} AS {q(name)}")
-        return ", ".join(items)
+                items.append(alias(self.ref(name), name))
+        return items
 
-    def columns_ddl(self, side: int, extra: str = "") -> str:
-        fields = [f"{q(f.name)} {sql_type(f.type)}" for f in self.schemas[side]]
-        return ", ".join(fields) + extra
+    def columns(self, side: int, *extra: tuple[str, str]) -> list[tuple[str, object]]:
+        """A state table's columns: the side's, then ``extra`` (name, SQL type) pairs."""
+        return [(f.name, f.type) for f in self.schemas[side]] + list(extra)
 
-    def column_list(self, side: int, alias: str | None = None) -> str:
-        prefix = f"{alias}." if alias else ""
-        return ", ".join(prefix + q(c) for c in self.cols[side])
+    def column_list(self, side: int, alias_: str | None = None) -> list[exp.Column]:
+        return cols(self.cols[side], alias_)
 
-    def same_row(self, side: int, a: str, b: str) -> str:
-        return " AND ".join(f"{a}.{q(c)} IS NOT DISTINCT FROM {b}.{q(c)}" for c in self.cols[side]) or "TRUE"
-
-
-def epoch(alias: str, column: str) -> str:
-    return f"epoch_us({alias}.{q(column)})"
+    def same_row(self, side: int, a: str, b: str) -> exp.Expression:
+        return same(a, b, self.cols[side])
 
 
-def sign() -> str:
-    return f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END"
+def epoch(alias_: str, column: str) -> exp.Expression:
+    return call("epoch_us", col(column, alias_))
+
+
+def _t(alias_: str) -> exp.Column:
+    return exp.column("__t", alias_)
+
+
+def _plus(e: exp.Expression, n: int) -> exp.Expression:
+    return exp.Add(this=e, expression=exp.Paren(this=lit(n) if n >= 0 else exp.Neg(this=lit(-n))))
+
+
+def _minus(e: exp.Expression, n: int) -> exp.Expression:
+    return exp.Sub(this=e, expression=exp.Paren(this=lit(n) if n >= 0 else exp.Neg(this=lit(-n))))
+
+
+def _join(left: exp.Expression, right: exp.Expression, on: exp.Expression, how: str = "") -> exp.Select:
+    """``SELECT FROM left <how> JOIN right ON on`` (items added by the caller)."""
+    return exp.select().from_(left).join(right, on=on, join_type=how or None)
 
 
 # -- interval join -------------------------------------------------------------------------
@@ -113,46 +163,52 @@ def interval_join_sql(j: JoinSql) -> dict:
     b = j.node.bounds
     times = (j.source[b.left_time][1], j.source[b.right_time][1])
     tables = (j.table("l"), j.table("r"))
-    extra = [", __t BIGINT" + (f", {ID} BIGINT, __m BOOLEAN" if j.preserved[s] else "") for s in (0, 1)]
-    setup = tuple(f"CREATE TABLE IF NOT EXISTS {tables[s]} ({j.columns_ddl(s, extra[s])})" for s in (0, 1))
-    bound = f"r.__t BETWEEN l.__t + ({b.lower}) AND l.__t + ({b.upper})"
+    extra = [[("__t", "BIGINT")] + ([(ID, "BIGINT"), ("__m", "BOOLEAN")] if j.preserved[s] else []) for s in (0, 1)]
+    setup = tuple(render(create_table(tables[s], j.columns(s, *extra[s]))) for s in (0, 1))
+    bound = exp.Between(this=_t("r"), low=_plus(_t("l"), b.lower), high=_plus(_t("l"), b.upper))
     cond = j.condition(bound)
     on_batch = []
     for s in (0, 1):
         own, other = ("l", "r") if s == 0 else ("r", "l")
-        batch = f"(SELECT *, {epoch(BATCH, times[s])} AS __t FROM {BATCH}) AS {own}"
-        pair = f"{batch} JOIN {tables[1 - s]} AS {other}" if s == 0 else f"{tables[0]} AS l JOIN {batch}"
+        batch = sub(select_from(BATCH, None, star(), exp.alias_(epoch(BATCH, times[s]), "__t")), own)
+        pair = _join(batch, table(tables[1], "r"), cond) if s == 0 else _join(table(tables[0], "l"), batch, cond)
+        stored = insert(tables[s], select_from(BATCH, None, *j.column_list(s), epoch(BATCH, times[s])))
         if not any(j.preserved):
-            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, {epoch(BATCH, times[s])} "
-                             f"FROM {BATCH}",
-                             f"SELECT {j.outputs()} FROM {pair} ON {cond}"))
+            on_batch.append(_all([stored, pair.select(*j.outputs())]))
             continue
         matches = j.table("m")
-        stmts = [f"CREATE OR REPLACE TEMP TABLE {matches} AS SELECT {j.outputs()}, "
-                 f"{'l.' + ID if j.preserved[0] else 'NULL'} AS __lid, {'r.' + ID if j.preserved[1] else 'NULL'} "
-                 f"AS __rid FROM {pair} ON {cond}"]
+        ids = [exp.alias_(exp.column(ID, "l") if j.preserved[0] else exp.Null(), "__lid"),
+               exp.alias_(exp.column(ID, "r") if j.preserved[1] else exp.Null(), "__rid")]
+        stmts: list[exp.Expression] = [create_temp(matches, pair.select(*j.outputs(), *ids))]
         if j.preserved[1 - s]:
             other_id = "__rid" if s == 0 else "__lid"
-            stmts.append(f"UPDATE {tables[1 - s]} SET __m = TRUE WHERE {ID} IN (SELECT {other_id} FROM {matches})")
+            stmts.append(exp.Update(this=table(tables[1 - s]), expressions=[exp.EQ(this=exp.column("__m"),
+                                                                                    expression=exp.true())],
+                                    where=exp.Where(this=exp.column(ID).isin(query=select_from(
+                                        matches, None, exp.column(other_id))))))
         if j.preserved[s]:
             own_id = "__lid" if s == 0 else "__rid"
-            stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, {epoch(BATCH, times[s])}, {ID}, "
-                         f"{ID} IN (SELECT {own_id} FROM {matches}) FROM {BATCH}")
+            matched = exp.column(ID).isin(query=select_from(matches, None, exp.column(own_id)))
+            stmts.append(insert(tables[s], select_from(BATCH, None, *j.column_list(s), epoch(BATCH, times[s]),
+                                                       exp.column(ID), matched)))
         else:
-            stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, {epoch(BATCH, times[s])} FROM {BATCH}")
-        stmts.append(f"SELECT {', '.join(q(c) for c in j.out_names)} FROM {matches}")
-        on_batch.append(tuple(stmts))
+            stmts.append(stored)
+        stmts.append(select_from(matches, None, *cols(j.out_names)))
+        on_batch.append(_all(stmts))
     # A left row can meet right rows up to l.ts + upper; a right row left rows up to r.ts - lower.
-    reach = (f"__t + ({b.upper})", f"__t - ({b.lower})")
+    def reach(s: int, alias_: str | None = None) -> exp.Expression:
+        t = exp.column("__t", alias_) if alias_ else exp.column("__t")
+        return _plus(t, b.upper) if s == 0 else _minus(t, b.lower)
+
     expire, min_time = [], []
     for s in (0, 1):
-        alias = "l" if s == 0 else "r"
+        alias_ = "l" if s == 0 else "r"
         padded = ""
         if j.preserved[s]:
-            padded = (f"SELECT {j.outputs(null_left=s == 1, null_right=s == 0)} FROM {tables[s]} AS {alias} "
-                      f"WHERE {alias}.{reach[s]} < $1 AND NOT {alias}.__m")
-        expire.append((padded, f"DELETE FROM {tables[s]} WHERE {reach[s]} < $1"))
-        min_time.append(f"SELECT MIN({reach[s]}) FROM {tables[s]}")
+            padded = render(select_from(tables[s], alias_, *j.outputs(null_left=s == 1, null_right=s == 0)).where(
+                exp.and_(_below_watermark(reach(s, alias_)), exp.Not(this=exp.column("__m", alias_)))))
+        expire.append((padded, render(_delete_where(tables[s], _below_watermark(reach(s))))))
+        min_time.append(render(select_from(tables[s], None, exp.Min(this=reach(s)))))
     return dict(setup=setup, state_tables=tables, on_batch=tuple(on_batch), expire=tuple(expire),
                 min_time=tuple(min_time), times=times)
 
@@ -163,16 +219,18 @@ def window_join_sql(j: JoinSql) -> dict:
     ls, le, rs, re_ = j.node.window_columns
     tables = (j.table("l"), j.table("r"))
     ends = (j.source[le][1], j.source[re_][1])
-    setup = tuple(f"CREATE TABLE IF NOT EXISTS {tables[s]} ({j.columns_ddl(s, ', __we BIGINT')})" for s in (0, 1))
-    on_batch = tuple(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, {epoch(BATCH, ends[s])} FROM {BATCH}"
+    setup = tuple(render(create_table(tables[s], j.columns(s, ("__we", "BIGINT")))) for s in (0, 1))
+    on_batch = tuple(render(insert(tables[s], select_from(BATCH, None, *j.column_list(s), epoch(BATCH, ends[s]))))
                      for s in (0, 1))
-    kind = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN"}[j.node.kind]
-    cond = j.condition(f"{j.ref(ls)} = {j.ref(rs)}", f"{j.ref(le)} = {j.ref(re_)}")
-    fire = (f"SELECT {j.outputs()} FROM (SELECT * FROM {tables[0]} WHERE __we <= $1) AS l {kind} "
-            f"(SELECT * FROM {tables[1]} WHERE __we <= $1) AS r ON {cond}",
-            f"DELETE FROM {tables[0]} WHERE __we <= $1",
-            f"DELETE FROM {tables[1]} WHERE __we <= $1")
-    min_end = f"SELECT LEAST((SELECT MIN(__we) FROM {tables[0]}), (SELECT MIN(__we) FROM {tables[1]}))"
+    how = {"inner": "", "left": "LEFT", "right": "RIGHT", "full": "FULL"}[j.node.kind]
+    cond = j.condition(exp.EQ(this=j.ref(ls), expression=j.ref(rs)), exp.EQ(this=j.ref(le), expression=j.ref(re_)))
+    closed = [sub(select_from(tables[s], None, star()).where(_at_most_watermark(exp.column("__we"))), a)
+              for s, a in ((0, "l"), (1, "r"))]
+    fire = (render(_join(closed[0], closed[1], cond, how).select(*j.outputs())),
+            render(_delete_where(tables[0], _at_most_watermark(exp.column("__we")))),
+            render(_delete_where(tables[1], _at_most_watermark(exp.column("__we")))))
+    least = [exp.Subquery(this=select_from(t, None, exp.Min(this=exp.column("__we")))) for t in tables]
+    min_end = render(exp.select(exp.Least(this=least[0], expressions=[least[1]], ignore_nulls=True)))
     return dict(setup=setup, state_tables=tables, on_batch=on_batch, fire=fire, min_end=min_end, ends=ends)
 
 
@@ -183,67 +241,80 @@ def temporal_join_sql(j: JoinSql, keys: tuple[str, ...]) -> dict:
     n = j.node
     left_time, version_time = j.source[n.as_of][1], j.source[n.version_time][1]
     buffer, versions, batch = j.table("l"), j.table("v"), j.table("b")
-    K = [q(k) for k in keys]
-    setup = (f"CREATE TABLE IF NOT EXISTS {buffer} ({j.columns_ddl(0, ', __t BIGINT')})",
-             f"CREATE TABLE IF NOT EXISTS {versions} ({j.columns_ddl(1, ', __t BIGINT, __del BOOLEAN')})")
-    on_left = (f"INSERT INTO {buffer} SELECT {j.column_list(0)}, {epoch(BATCH, left_time)} FROM {BATCH}",)
+    K = list(keys)
+    setup = (render(create_table(buffer, j.columns(0, ("__t", "BIGINT")))),
+             render(create_table(versions, j.columns(1, ("__t", "BIGINT"), ("__del", "BOOLEAN")))))
+    on_left = (render(insert(buffer, select_from(BATCH, None, *j.column_list(0), epoch(BATCH, left_time)))),)
     # Versions by (key, time): the last change at a time wins; -U rows are replaced by their +U.
+    latest = row_number([*cols(K), epoch(BATCH, version_time)], [desc(exp.column(SEQ))])
+    ranked = select_from(BATCH, None, *j.column_list(1), exp.alias_(epoch(BATCH, version_time), "__t"),
+                         exp.alias_(exp.EQ(this=col(OP), expression=lit(int(ChangeOp.DELETE))), "__del"),
+                         exp.alias_(latest, "__rn")) \
+        .where(exp.NEQ(this=col(OP), expression=lit(int(ChangeOp.UPDATE_BEFORE))))
+    replaced = exp.and_(*[exp.EQ(this=col(k, versions), expression=col(k, "b")) for k in K],
+                        exp.EQ(this=exp.column("__t", versions), expression=exp.column("__t", "b")))
     on_right = (
-        f"CREATE OR REPLACE TEMP TABLE {batch} AS SELECT * EXCLUDE (__rn) FROM (SELECT {j.column_list(1)}, "
-        f"{epoch(BATCH, version_time)} AS __t, {q(OP)} = {ChangeOp.DELETE.sql} AS __del, row_number() OVER (PARTITION BY "
-        f"{', '.join(K)}, {epoch(BATCH, version_time)} ORDER BY {SEQ} DESC) AS __rn FROM {BATCH} "
-        f"WHERE {q(OP)} <> {ChangeOp.UPDATE_BEFORE.sql}) AS v WHERE __rn = 1",
-        f"DELETE FROM {versions} USING {batch} AS b WHERE "
-        + " AND ".join(f"{versions}.{k} = b.{k}" for k in K + ["__t"]),
-        f"INSERT INTO {versions} SELECT * FROM {batch}",
+        render(create_temp(batch, select_from(sub(ranked, "v"), None, exp.Star(except_=[exp.column("__rn")]))
+                           .where(exp.EQ(this=exp.column("__rn"), expression=lit(1))))),
+        render(delete_using(versions, table(batch, "b"), replaced)),
+        render(insert(versions, select_from(batch, None, star()))),
     )
-    ok = "r.__t IS NOT NULL AND NOT r.__del" + (f" AND COALESCE({j.render(n.residual)}, FALSE)"
-                                                  if n.residual is not None else "")
-    asof = j.condition("l.__t >= r.__t", residual=False)
-    inner = (f"SELECT {j.outputs()}, {ok} AS __ok FROM (SELECT * FROM {buffer} WHERE __t < $1) AS l "
-             f"ASOF LEFT JOIN {versions} AS r ON {asof}")
+    ok = exp.and_(exp.Not(this=exp.Is(this=_t("r"), expression=exp.Null())), exp.Not(this=exp.column("__del", "r")))
+    if n.residual is not None:
+        ok = exp.and_(ok, exp.func("COALESCE", j.expr(n.residual), exp.false()))
+    asof = j.condition(exp.GTE(this=_t("l"), expression=_t("r")), residual=False)
+    pending = sub(select_from(buffer, None, star()).where(_below_watermark(exp.column("__t"))), "l")
+    inner = _join(pending, table(versions, "r"), asof, "ASOF LEFT").select(*j.outputs(), exp.alias_(ok, "__ok"))
     right_out = set(n.right_names)
-    items = ", ".join(f"CASE WHEN __ok THEN {q(c)} END AS {q(c)}" if c in right_out else q(c) for c in j.out_names)
-    fire = (f"SELECT {items} FROM ({inner}) AS m" + (" WHERE __ok" if n.kind == "inner" else ""),
-            f"DELETE FROM {buffer} WHERE __t < $1")
+    items = [alias(exp.Case(ifs=[exp.If(this=exp.column("__ok"), true=col(c))]), c) if c in right_out else col(c)
+             for c in j.out_names]
+    fired = select_from(sub(inner, "m"), None, *items)
+    if n.kind == "inner":
+        fired = fired.where(exp.column("__ok"))
+    fire = (render(fired), render(_delete_where(buffer, _below_watermark(exp.column("__t")))))
     # Keep, per key, the last version before the watermark (unless it is a delete) and all newer ones.
-    prune = (f"DELETE FROM {versions} WHERE rowid IN (SELECT rowid FROM (SELECT rowid, __del, row_number() OVER "
-             f"(PARTITION BY {', '.join(K)} ORDER BY __t DESC) AS __rn FROM {versions} WHERE __t < $1) AS p "
-             f"WHERE __rn > 1 OR __del)",)
+    older = select_from(versions, None, exp.column("rowid"), exp.column("__del"), exp.alias_(
+        row_number(cols(K), [desc(exp.column("__t"))]), "__rn")).where(_below_watermark(exp.column("__t")))
+    superseded = select_from(sub(older, "p"), None, exp.column("rowid")).where(exp.or_(
+        exp.GT(this=exp.column("__rn"), expression=lit(1)), exp.column("__del")))
+    prune = (render(_delete_where(versions, exp.column("rowid").isin(query=superseded))),)
     return dict(setup=setup, state_tables=(buffer, versions), on_batch=(on_left, on_right), fire=fire,
-                prune=prune, min_time=f"SELECT MIN(__t) FROM {buffer}", time=left_time)
+                prune=prune, min_time=render(select_from(buffer, None, exp.Min(this=exp.column("__t")))),
+                time=left_time)
 
 
 # -- multisets (lookup and regular joins) ----------------------------------------------------
 
-def merge_into(j: JoinSql, side: int, table: str, delta: str, count: str) -> tuple[str, ...]:
+def merge_into(j: JoinSql, side: int, name: str, delta: str, count: str) -> tuple[exp.Expression, ...]:
     """Add a batch's signed rows (``delta`` with the count column ``count``) into a multiset table."""
     merged = j.table(f"x{side}")
-    cols = j.column_list(side)
+    held = select_from(name, "t", star("t")).join(table(delta, "d"), on=j.same_row(side, "t", "d"), join_type="semi")
+    added = select_from(delta, None, *j.column_list(side), exp.column(count))
     return (
-        f"CREATE OR REPLACE TEMP TABLE {merged} AS SELECT {cols}, SUM(__n) AS __n FROM ("
-        f"SELECT t.* FROM {table} AS t SEMI JOIN {delta} AS d ON {j.same_row(side, 't', 'd')} "
-        f"UNION ALL SELECT {cols}, {count} FROM {delta}) AS u GROUP BY ALL",
-        f"DELETE FROM {table} USING {merged} AS m WHERE {j.same_row(side, table, 'm')}",
-        f"INSERT INTO {table} SELECT * FROM {merged} WHERE __n > 0",
+        create_temp(merged, group_by_all(select_from(sub(union_all(held, added), "u"), None, *j.column_list(side),
+                                                     exp.alias_(exp.Sum(this=exp.column("__n")), "__n")))),
+        delete_using(name, table(merged, "m"), j.same_row(side, name, "m")),
+        insert(name, select_from(merged, None, star()).where(exp.GT(this=exp.column("__n"), expression=lit(0)))),
     )
 
 
 def lookup_join_sql(j: JoinSql) -> dict:
     s = 0 if j.node.stream_side == "left" else 1
     t = 1 - s
-    table, delta = j.table("t"), j.table("d")
-    setup = (f"CREATE TABLE IF NOT EXISTS {table} ({j.columns_ddl(t, ', __n BIGINT')})",)
-    update = (f"CREATE OR REPLACE TEMP TABLE {delta} AS SELECT {j.column_list(t)}, SUM({sign()}) AS __n "
-              f"FROM {BATCH} GROUP BY ALL",) + merge_into(j, t, table, delta, "__n")
+    name, delta = j.table("t"), j.table("d")
+    setup = (render(create_table(name, j.columns(t, ("__n", "BIGINT")))),)
+    signed = group_by_all(select_from(BATCH, None, *j.column_list(t), exp.alias_(exp.Sum(this=sign(True)), "__n")))
+    update = _all([create_temp(delta, signed), *merge_into(j, t, name, delta, "__n")])
     outer = j.node.kind != "inner"
-    stream_alias, table_alias = ("l", "r") if s == 0 else ("r", "l")
-    how = ("LEFT JOIN" if s == 0 else "RIGHT JOIN") if outer else "JOIN"
-    pair = (f"{BATCH} AS l {how} {table} AS r" if s == 0 else f"{table} AS l {how} {BATCH} AS r")
+    table_alias = "r" if s == 0 else "l"
+    how = ("LEFT" if s == 0 else "RIGHT") if outer else ""
+    pair = _join(table(BATCH, "l"), table(name, "r"), j.condition(), how) if s == 0 else \
+        _join(table(name, "l"), table(BATCH, "r"), j.condition(), how)
     # A table row held n times joins n times.
-    lookup = (f"SELECT {', '.join(q(c) for c in j.out_names)} FROM (SELECT {j.outputs()}, "
-              f"unnest(range(COALESCE({table_alias}.__n, 1))) AS __i FROM {pair} ON {j.condition()}) AS m",)
-    return dict(setup=setup, state_tables=(table,), update=update, lookup=lookup)
+    times = exp.alias_(exp.Explode(this=call("range", exp.func("COALESCE", exp.column("__n", table_alias), lit(1)))),
+                       "__i")
+    lookup = (render(select_from(sub(pair.select(*j.outputs(), times), "m"), None, *cols(j.out_names))),)
+    return dict(setup=setup, state_tables=(name,), update=update, lookup=lookup)
 
 
 def external_lookup_sql(j: JoinSql) -> dict:
@@ -252,84 +323,117 @@ def external_lookup_sql(j: JoinSql) -> dict:
     s = 0 if j.node.stream_side == "left" else 1
     t = 1 - s
     sql = lookup_join_sql(j)
-    table, misses = j.table("t"), j.table("m")
+    name, misses = j.table("t"), j.table("m")
     stream_alias = "l" if s == 0 else "r"
     pairs = [(a, b) if s == 0 else (b, a) for a, b in j.node.equi]  # (stream expression, table column)
     keys = tuple(j.source[b.name][1] for _, b in pairs)
     key_types = {f.name: f.type for f in j.schemas[t]}
-    items = ", ".join(f"{j.render(a)} AS {q(k)}" for (a, _), k in zip(pairs, keys))
-    not_null = " AND ".join(f"{j.render(a)} IS NOT NULL" for a, _ in pairs)
-    setup = (f"CREATE TABLE IF NOT EXISTS {table} ({j.columns_ddl(t, ', __n BIGINT, __fetched BIGINT')})",
-             f"CREATE TABLE IF NOT EXISTS {misses} ("
-             + ", ".join(f"{q(k)} {sql_type(key_types[k])}" for k in keys) + ", __fetched BIGINT)")
-    return dict(setup=setup, state_tables=(table, misses), lookup=sql["lookup"], keys=keys, misses=misses,
-                key_sql=f"SELECT DISTINCT {items} FROM {BATCH} AS {stream_alias} WHERE {not_null}")
+    items = [alias(j.expr(a), k) for (a, _), k in zip(pairs, keys)]
+    not_null = exp.and_(*[exp.Not(this=exp.Is(this=j.expr(a), expression=exp.Null())) for a, _ in pairs])
+    setup = (render(create_table(name, j.columns(t, ("__n", "BIGINT"), ("__fetched", "BIGINT")))),
+             render(create_table(misses, [(k, key_types[k]) for k in keys] + [("__fetched", "BIGINT")])))
+    key_sql = select_from(BATCH, stream_alias, *items).distinct().where(not_null)
+    return dict(setup=setup, state_tables=(name, misses), lookup=sql["lookup"], keys=keys, misses=misses,
+                key_sql=render(key_sql))
 
 
 def regular_join_sql(j: JoinSql, updating: tuple[bool, bool], ttl_us: int = 0) -> dict:
     """``updating``: whether each input carries retractions. ``ttl_us``: SET 'state.ttl' (see lower/sqlgen_ttl.py)."""
     tables = (j.table("l"), j.table("r"))
-    setup = tuple(f"CREATE TABLE IF NOT EXISTS {tables[s]} ({j.columns_ddl(s, ', __n BIGINT')})" for s in (0, 1))
-    keys = ([j.render(a) for a, _ in j.node.equi], [j.render(b) for _, b in j.node.equi])
+    setup = tuple(render(create_table(tables[s], j.columns(s, ("__n", "BIGINT")))) for s in (0, 1))
+    keys = ([j.expr(a) for a, _ in j.node.equi], [j.expr(b) for _, b in j.node.equi])
     ttl, key_table = TtlSql(), ""
     if ttl_us:
         ttl, key_table = join_ttl(j.op_id, tables, keys[0], keys[1], ttl_us)
         setup += ttl.setup
-    names = ", ".join(q(c) for c in j.out_names)
     on_batch = []
     for s in (0, 1):
         own, other = ("l", "r") if s == 0 else ("r", "l")
         delta, out = j.table("d"), j.table("o")
-        touch = touch_keys(j.op_id, key_table, delta, own, keys[s]) if ttl_us else ()
-        pair = (f"{delta} AS l JOIN {tables[1]} AS r" if s == 0 else f"{tables[0]} AS l JOIN {delta} AS r")
+        cond = j.condition()
+
+        def pair(rows: str, s: int = s, cond: exp.Expression = cond) -> exp.Select:
+            """The batch's rows (``rows``) on its side, joined with the other side's table."""
+            return _join(table(rows, "l"), table(tables[1], "r"), cond) if s == 0 else \
+                _join(table(tables[0], "l"), table(rows, "r"), cond)
+
         if not any(updating) and not any(j.preserved):
             # Two streams, inner: every match is new, nothing is ever retracted.
-            pair = pair.replace(delta, BATCH)
             touch = touch_keys(j.op_id, key_table, BATCH, own, keys[s]) if ttl_us else ()
-            on_batch.append((f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {BATCH}", *touch,
-                             f"SELECT {j.outputs()} FROM {pair} ON {j.condition()}"))
+            on_batch.append((render(insert(tables[s], select_from(BATCH, None, *j.column_list(s), lit(1)))), *touch,
+                             render(pair(BATCH).select(*j.outputs()))))
             continue
-        cond = j.condition()
-        stmts = [
-            f"CREATE OR REPLACE TEMP TABLE {delta} AS SELECT {j.column_list(s)}, "
-            + (f"{sign()} AS __sg, {q(OP)} AS __k" if updating[s] else f"1 AS __sg, {ChangeOp.INSERT.sql} AS __k") + f" FROM {BATCH}",
-            f"CREATE OR REPLACE TEMP TABLE {out} AS SELECT {j.outputs()}, {own}.__sg * {other}.__n AS __n, "
-            f"{own}.__k FROM {pair} ON {cond}",
+        touch = touch_keys(j.op_id, key_table, delta, own, keys[s]) if ttl_us else ()
+        kinds = [exp.alias_(sign(True), "__sg"), exp.alias_(col(OP), "__k")] if updating[s] else \
+            [exp.alias_(lit(1), "__sg"), exp.alias_(lit(int(ChangeOp.INSERT)), "__k")]
+        own_sg = exp.column("__sg", own)
+        stmts: list[exp.Expression] = [
+            create_temp(delta, select_from(BATCH, None, *j.column_list(s), *kinds)),
+            create_temp(out, pair(delta).select(*j.outputs(), exp.alias_(exp.Mul(
+                this=own_sg, expression=exp.column("__n", other)), "__n"), exp.column("__k", own))),
         ]
         if ttl_us and updating[s]:  # a retraction of an expired row: nothing to retract
-            stmts.insert(1, f"DELETE FROM {delta} WHERE __sg < 0 AND NOT EXISTS (SELECT 1 FROM {tables[s]} AS t "
-                            f"WHERE {j.same_row(s, 't', delta)}) AND NOT EXISTS (SELECT 1 FROM {delta} AS t "
-                            f"WHERE t.__sg > 0 AND {j.same_row(s, 't', delta)})")
+            held = exp.Exists(this=select_from(tables[s], "t", lit(1)).where(j.same_row(s, "t", delta)))
+            added = exp.Exists(this=select_from(delta, "t", lit(1)).where(exp.and_(
+                exp.GT(this=exp.column("__sg", "t"), expression=lit(0)), j.same_row(s, "t", delta))))
+            stmts.insert(1, _delete_where(delta, exp.and_(exp.LT(this=exp.column("__sg"), expression=lit(0)),
+                                                          exp.Not(this=held), exp.Not(this=added))))
         if j.preserved[s]:  # own rows without a match, padded
-            anti = (f"{delta} AS l ANTI JOIN {tables[1]} AS r" if s == 0 else
-                    f"{delta} AS r ANTI JOIN {tables[0]} AS l")
-            stmts.append(f"INSERT INTO {out} SELECT {j.outputs(null_left=s == 1, null_right=s == 0)}, "
-                         f"{own}.__sg, {own}.__k FROM {anti} ON {cond}")
+            anti = _join(table(delta, "l"), table(tables[1], "r"), cond, "ANTI") if s == 0 else \
+                _join(table(delta, "r"), table(tables[0], "l"), cond, "ANTI")
+            stmts.append(insert(out, anti.select(*j.outputs(null_left=s == 1, null_right=s == 0), own_sg.copy(),
+                                                 exp.column("__k", own))))
         if j.preserved[1 - s]:  # the other side's rows that gain their first match or lose their last
             touched, counted = j.table("a"), j.table("c")
+            yid = exp.column("rowid", other)
+            same_id = exp.EQ(this=exp.column("rowid", other), expression=exp.column("__yid", "q"))
+            old = exp.column("__old", "q")
+            first = exp.EQ(this=old, expression=lit(0))
             stmts += [
-                f"CREATE OR REPLACE TEMP TABLE {touched} AS SELECT {other}.rowid AS __yid, SUM({own}.__sg) AS "
-                f"__delta FROM {pair} ON {cond} GROUP BY {other}.rowid",
-                f"CREATE OR REPLACE TEMP TABLE {counted} AS SELECT q.__yid, q.__delta, COALESCE(SUM({own}.__n), 0) "
-                f"AS __old FROM {touched} AS q JOIN {tables[1 - s]} AS {other} ON {other}.rowid = q.__yid "
-                f"LEFT JOIN {tables[s]} AS {own} ON {cond} GROUP BY q.__yid, q.__delta",
-                f"INSERT INTO {out} SELECT {j.outputs(null_left=s == 0, null_right=s == 1)}, CASE WHEN q.__old = 0 "
-                f"THEN -{other}.__n ELSE {other}.__n END, CASE WHEN q.__old = 0 THEN {ChangeOp.DELETE.sql} ELSE {ChangeOp.INSERT.sql} END FROM {counted} "
-                f"AS q JOIN {tables[1 - s]} AS {other} ON {other}.rowid = q.__yid "
-                f"WHERE (q.__old = 0) <> (q.__old + q.__delta = 0)",
+                create_temp(touched, pair(delta).select(exp.alias_(yid, "__yid"), exp.alias_(
+                    exp.Sum(this=own_sg.copy()), "__delta")).group_by(yid.copy())),
+                create_temp(counted, select_from(touched, "q", exp.column("__yid", "q"), exp.column("__delta", "q"),
+                                                 exp.alias_(exp.func("COALESCE", exp.Sum(this=exp.column("__n", own)),
+                                                                     lit(0)), "__old"))
+                            .join(table(tables[1 - s], other), on=same_id)
+                            .join(table(tables[s], own), on=cond.copy(), join_type="left")
+                            .group_by(exp.column("__yid", "q"), exp.column("__delta", "q"))),
+                insert(out, select_from(counted, "q", *j.outputs(null_left=s == 0, null_right=s == 1),
+                                        exp.Case(ifs=[exp.If(this=first, true=exp.Neg(this=exp.column("__n", other)))],
+                                                 default=exp.column("__n", other)),
+                                        exp.Case(ifs=[exp.If(this=first.copy(), true=lit(int(ChangeOp.DELETE)))],
+                                                 default=lit(int(ChangeOp.INSERT))))
+                       .join(table(tables[1 - s], other), on=same_id.copy())
+                       .where(exp.NEQ(this=exp.Paren(this=first.copy()), expression=exp.Paren(this=exp.EQ(
+                           this=exp.Add(this=old.copy(), expression=exp.column("__delta", "q")), expression=lit(0)))))),
             ]
         if updating[s]:
             stmts += list(merge_into(j, s, tables[s], delta, "__sg"))
         else:
-            stmts.append(f"INSERT INTO {tables[s]} SELECT {j.column_list(s)}, 1 FROM {delta}")
-        stmts += touch
-        # The net change of each output row: retractions first, a row held n times emitted n times.
-        stmts.append(
-            f"SELECT {names}, CAST(CASE WHEN __net > 0 THEN (CASE WHEN __upd THEN {ChangeOp.UPDATE_AFTER.sql} ELSE {ChangeOp.INSERT.sql} END) "
-            f"ELSE (CASE WHEN __upd THEN {ChangeOp.UPDATE_BEFORE.sql} ELSE {ChangeOp.DELETE.sql} END) END AS TINYINT) AS {q(OP)} FROM (SELECT {names}, __net, "
-            f"__upd, unnest(range(abs(__net))) AS __i FROM (SELECT {names}, CAST(SUM(__n) AS BIGINT) AS __net, "
-            f"bool_or(__k IN {sql_codes((ChangeOp.UPDATE_BEFORE, ChangeOp.UPDATE_AFTER))}) AS __upd FROM {out} GROUP BY ALL) AS g WHERE __net <> 0) AS e "
-            f"ORDER BY __net > 0")
-        on_batch.append(tuple(stmts))
+            stmts.append(insert(tables[s], select_from(delta, None, *j.column_list(s), lit(1))))
+        on_batch.append(_all(stmts) + touch + (render(_net_changes(j, out)),))
     return dict(setup=setup, state_tables=tables + ttl.tables, on_batch=tuple(on_batch), expire=ttl.expire,
                 oldest=ttl.oldest)
+
+
+def _net_changes(j: JoinSql, out: str) -> exp.Select:
+    """The net change of each output row: retractions first, a row held n times emitted n times."""
+    names = cols(j.out_names)
+    net, upd = exp.column("__net"), exp.column("__upd")
+    updates = exp.In(this=exp.column("__k"), expressions=[lit(int(ChangeOp.UPDATE_BEFORE)),
+                                                          lit(int(ChangeOp.UPDATE_AFTER))])
+    grouped = group_by_all(select_from(out, None, *names, exp.alias_(cast(exp.Sum(this=exp.column("__n")), "BIGINT"),
+                                                                      "__net"),
+                                       exp.alias_(exp.LogicalOr(this=updates), "__upd")))
+    each = select_from(sub(grouped, "g"), None, *[n.copy() for n in names], net, upd, exp.alias_(
+        exp.Explode(this=call("range", exp.Abs(this=net.copy()))), "__i")).where(
+        exp.NEQ(this=net.copy(), expression=lit(0)))
+
+    def pick(update: ChangeOp, plain: ChangeOp) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=upd.copy(), true=lit(int(update)))], default=lit(int(plain)))
+
+    kind = exp.Case(ifs=[exp.If(this=exp.GT(this=net.copy(), expression=lit(0)),
+                                true=pick(ChangeOp.UPDATE_AFTER, ChangeOp.INSERT))],
+                    default=pick(ChangeOp.UPDATE_BEFORE, ChangeOp.DELETE))
+    return select_from(sub(each, "e"), None, *[n.copy() for n in names], alias(cast(kind, "TINYINT"), OP)) \
+        .order_by(asc(exp.GT(this=net.copy(), expression=lit(0))))

@@ -28,9 +28,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..physical.specs import BATCH, OP
-from ..vocabulary import ADDITIONS, ChangeOp, sql_codes
-from .sqlgen_group import q, sql_type
+from sqlglot import exp
+
+from ..physical.specs import BATCH
+from ..vocabulary import ADDITIONS, OP, ChangeOp
+from .sqltree import (
+    alias,
+    asc,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    desc,
+    insert,
+    lit,
+    op_column,
+    render,
+    row_number,
+    same,
+    select_from,
+    star,
+    sub,
+    union_all,
+)
 
 SEQ = "__seq"  # the arrival number of each change in its batch, added by the runtime
 
@@ -46,43 +67,64 @@ def normalize_sql(op_id: int, columns: list[tuple[str, object]], keys: tuple[str
     """Statements for a normalize operator over ``columns`` ((name, arrow type) pairs, no op column)."""
     state, kinds, changes = f"__norm_{op_id}", f"__nk_{op_id}", f"__ne_{op_id}"
     names = [n for n, _ in columns]
-    K = [q(k) for k in keys]
-    V = [q(n) for n in names if n not in keys]
-    C = [q(n) for n in names]
-    w = f"(PARTITION BY {', '.join(K)} ORDER BY {SEQ})"
+    values = [n for n in names if n not in keys]
+    K = list(keys)
 
-    def key_match(a: str, b: str) -> str:
-        return " AND ".join(f"{a}.{k} IS NOT DISTINCT FROM {b}.{k}" for k in K)
+    def per_key(func: exp.Expression) -> exp.Window:  # over the changes of a key, in arrival order
+        return exp.Window(this=func, partition_by=cols(K), order=exp.Order(expressions=[asc(exp.column(SEQ))]))
 
-    lagged = "".join(f", LAG({v}) OVER {w} AS __p{i}" for i, v in enumerate(V))
-    prev = [f"CASE WHEN p.__pseq IS NULL THEN s.{v} ELSE p.__p{i} END AS __q{i}" for i, v in enumerate(V)]
-    same = " AND ".join(f"{v} IS NOT DISTINCT FROM __q{i}" for i, v in enumerate(V)) or "TRUE"
-    current = ", ".join(C)
-    before = ", ".join(k for k in K) + "".join(f", __q{i} AS {v}" for i, v in enumerate(V))
+    def additions(e: exp.Expression) -> exp.Expression:
+        return exp.In(this=e, expressions=[lit(int(o)) for o in ADDITIONS])
 
-    def part(items: str, op: ChangeOp, sub: int, where: str) -> str:
-        return f"SELECT {items}, CAST({op.sql} AS TINYINT) AS {q(OP)}, {SEQ}, {sub} AS __sub FROM __nq WHERE {where}"
+    def when(cond: exp.Expression, then: exp.Expression, default: exp.Expression) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=cond, true=then)], default=default)
 
-    setup = (f"CREATE TABLE IF NOT EXISTS {state} ({', '.join(f'{q(n)} {sql_type(t)}' for n, t in columns)})",)
+    # __u: 1 upsert, 0 delete, 2 a -U made redundant by the upsert of its key that follows it
+    redundant = exp.and_(exp.EQ(this=col(OP), expression=lit(int(ChangeOp.UPDATE_BEFORE))),
+                         additions(per_key(exp.Lead(this=col(OP)))))
+    kind = exp.Case(ifs=[exp.If(this=additions(col(OP)), true=lit(1)), exp.If(this=redundant, true=lit(2))],
+                    default=lit(0))
+    classified = select_from(sub(select_from(BATCH, None, star(), exp.alias_(kind, "__u")), "b"), None, star()) \
+        .where(exp.NEQ(this=exp.column("__u"), expression=lit(2)))
+
+    first = exp.Is(this=exp.column("__pseq", "p"), expression=exp.Null())
+    lagged = select_from(kinds, None, star(), exp.alias_(per_key(exp.Lag(this=exp.column(SEQ))), "__pseq"),
+                         exp.alias_(per_key(exp.Lag(this=exp.column("__u"))), "__pu"),
+                         *[exp.alias_(per_key(exp.Lag(this=col(v))), f"__p{i}") for i, v in enumerate(values)])
+    present = exp.Not(this=exp.Is(this=exp.column("__present", "s"), expression=exp.Null()))
+    # the row each change replaces: the previous change of its key in the batch, or the stored row
+    previous = select_from("__np", "p", star("p"), exp.alias_(when(first, present, exp.EQ(
+        this=exp.column("__pu", "p"), expression=lit(1))), "__has"),
+        *[exp.alias_(when(first.copy(), col(v, "s"), exp.column(f"__p{i}", "p")), f"__q{i}")
+          for i, v in enumerate(values)]) \
+        .join(sub(select_from(state, None, star(), exp.alias_(exp.true(), "__present")), "s"),
+              on=same("p", "s", K), join_type="left")
+    unchanged = exp.and_(*[exp.NullSafeEQ(this=col(v), expression=exp.column(f"__q{i}"))
+                           for i, v in enumerate(values)]) if values else exp.true()
+    current = cols(names)
+    before = cols(K) + [alias(exp.column(f"__q{i}"), v) for i, v in enumerate(values)]
+
+    def part(items: list[exp.Expression], op: ChangeOp, order: int, where: exp.Expression) -> exp.Select:
+        return select_from("__nq", None, *[i.copy() for i in items], op_column(op), exp.column(SEQ),
+                           exp.alias_(lit(order), "__sub")).where(where)
+
+    upsert, delete, has = (exp.EQ(this=exp.column("__u"), expression=lit(1)),
+                           exp.EQ(this=exp.column("__u"), expression=lit(0)), exp.column("__has"))
+    changed = exp.and_(upsert, has, exp.Not(this=exp.Paren(this=unchanged)))
+    found = union_all(
+        part(before, ChangeOp.UPDATE_BEFORE, 0, changed),
+        part(current, ChangeOp.UPDATE_AFTER, 1, changed.copy()),
+        part(current, ChangeOp.INSERT, 1, exp.and_(upsert.copy(), exp.Not(this=has.copy()))),
+        part(before, ChangeOp.DELETE, 0, exp.and_(delete, has.copy())),
+    ).with_("__np", as_=lagged).with_("__nq", as_=previous)
+    latest = select_from(sub(select_from(kinds, None, star(), exp.alias_(
+        row_number(cols(K), [desc(exp.column(SEQ))]), "__rn")), "l"), None, *current) \
+        .where(exp.and_(exp.EQ(this=exp.column("__rn"), expression=lit(1)), upsert.copy()))
     per_batch = (
-        # __u: 1 upsert, 0 delete, 2 a -U made redundant by the upsert of its key that follows it
-        f"CREATE OR REPLACE TEMP TABLE {kinds} AS SELECT * FROM (SELECT *, CASE WHEN {q(OP)} IN {sql_codes(ADDITIONS)} THEN 1 "
-        f"WHEN {q(OP)} = {ChangeOp.UPDATE_BEFORE.sql} AND LEAD({q(OP)}) OVER {w} IN {sql_codes(ADDITIONS)} THEN 2 ELSE 0 END AS __u FROM {BATCH}) "
-        f"AS b WHERE __u <> 2",
-        f"CREATE OR REPLACE TEMP TABLE {changes} AS "
-        f"WITH __np AS (SELECT *, LAG({SEQ}) OVER {w} AS __pseq, LAG(__u) OVER {w} AS __pu{lagged} FROM {kinds}), "
-        f"__nq AS (SELECT p.*, CASE WHEN p.__pseq IS NULL THEN s.__present IS NOT NULL ELSE p.__pu = 1 END AS __has"
-        f"{''.join(', ' + x for x in prev)} FROM __np p "
-        f"LEFT JOIN (SELECT *, TRUE AS __present FROM {state}) AS s ON {key_match('p', 's')}) "
-        + " UNION ALL ".join([
-            part(before, ChangeOp.UPDATE_BEFORE, 0, f"__u = 1 AND __has AND NOT ({same})"),
-            part(current, ChangeOp.UPDATE_AFTER, 1, f"__u = 1 AND __has AND NOT ({same})"),
-            part(current, ChangeOp.INSERT, 1, "__u = 1 AND NOT __has"),
-            part(before, ChangeOp.DELETE, 0, "__u = 0 AND __has"),
-        ]),
-        f"DELETE FROM {state} USING (SELECT DISTINCT {', '.join(K)} FROM {kinds}) AS d WHERE {key_match(state, 'd')}",
-        f"INSERT INTO {state} SELECT {current} FROM (SELECT *, row_number() OVER (PARTITION BY {', '.join(K)} "
-        f"ORDER BY {SEQ} DESC) AS __rn FROM {kinds}) AS l WHERE __rn = 1 AND __u = 1",
-        f"SELECT {current}, {q(OP)} FROM {changes} ORDER BY {SEQ}, __sub",
+        create_temp(kinds, classified),
+        create_temp(changes, found),
+        delete_using(state, sub(select_from(kinds, None, *cols(K)).distinct(), "d"), same(state, "d", K)),
+        insert(state, latest),
+        select_from(changes, None, *cols(names), col(OP)).order_by(asc(exp.column(SEQ)), asc(exp.column("__sub"))),
     )
-    return NormalizeSql(setup, per_batch, state)
+    return NormalizeSql((render(create_table(state, columns)),), tuple(render(s) for s in per_batch), state)

@@ -36,8 +36,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..logical.nodes import AggCall
-from ..types import Schema, to_sql_type
-from .sqlgen_group import q
+from ..types import Schema
+from .sqltree import alias, asc, call, cast, col, cols, lit, render, same, select_from, star, sub
 
 S, E = "__s", "__e"
 
@@ -46,10 +46,11 @@ class Partial(NamedTuple):
     """One partial column of a session's aggregates."""
 
     name: str
-    sql: str  # per event
+    sql: exp.Expression  # per event
     merge: str  # how partials merge: sum | min | max
     type: pa.DataType
-    source: tuple[str, str | None]  # per event without SQL: ("one", None) | ("valid", arg) | ("column", arg)
+    source: tuple[str, str | None]  # per event without SQL: ("one", None) | ("valid", arg) | ("column", arg);
+    #                                 ("sql", None): only the SQL makes it (a square)
 
 
 def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
@@ -59,17 +60,21 @@ def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
     for i, a in enumerate(aggs):
         if a.keeps_values:
             continue  # the argument is kept as a grouping column
+        arg = col(a.arg) if a.arg else None
         for p in a.partials():
             name = f"__p{i}{p.suffix}"
-            if a.arg is None:
-                out.append(Partial(name, "CAST(1 AS BIGINT)", p.merge, pa.int64(), ("one", None)))
+            if arg is None:
+                out.append(Partial(name, cast(lit(1), pa.int64()), p.merge, pa.int64(), ("one", None)))
             elif p.first == "count":
-                out.append(Partial(name, f"CAST({q(a.arg)} IS NOT NULL AS BIGINT)", p.merge, pa.int64(),
-                                   ("valid", a.arg)))
+                out.append(Partial(name, cast(_valid(arg), pa.int64()), p.merge, pa.int64(), ("valid", a.arg)))
             else:
-                value = exp.Cast(this=p.value(exp.column(a.arg, quoted=True)), to=to_sql_type(p.type)).sql("duckdb")
-                out.append(Partial(name, value, p.merge, p.type, ("sql", None) if p.square else ("column", a.arg)))
+                out.append(Partial(name, cast(p.value(arg), p.type), p.merge, p.type,
+                                   ("sql", None) if p.square else ("column", a.arg)))
     return out
+
+
+def _valid(e: exp.Expression) -> exp.Expression:
+    return exp.Not(this=exp.Is(this=e.copy(), expression=exp.Null()))
 
 
 def direct_rows(picks: tuple[tuple[str, str], ...] | None, time_col: str, partials: list[Partial] | None,
@@ -119,30 +124,27 @@ class SessionSql:
     direct: tuple[tuple[str, str, str | None], ...] | None = None  # rows without a statement (direct_rows)
 
 
-def session_sql(inner: str, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
+def session_sql(inner: exp.Expression, time_col: str, gap: int, partition: tuple[str, ...], group: tuple[str, ...],
                 partials: list[Partial] | None, state_schema: pa.Schema, direct=None) -> SessionSql:
     """The statements of a session operator (see the module docstring).
 
-    ``inner`` is the SQL of the rows (over ``__input``); ``group`` the grouping
+    ``inner`` is the query of the rows (over ``__input``); ``group`` the grouping
     keys and COUNT(DISTINCT) columns; ``partials`` None for unaggregated
     sessions, whose rows keep every column of the state schema.
     """
-    P = [q(p) for p in partition]
-    ts = f"epoch_us({q(time_col)})"
-    cols = ", ".join(q(f.name) for f in state_schema)
-    if partials is None:
-        rows = f"SELECT *, {ts} AS {S}, {ts} + {gap} AS {E} FROM ({inner}) AS r"
-    else:
-        items = [f"{ts} AS {S}", f"{ts} + {gap} AS {E}"] + [f"{p.sql} AS {q(p.name)}" for p in partials]
-        rows = f"SELECT *, {', '.join(items)} FROM ({inner}) AS r"
-    rows = f"SELECT {cols} FROM ({rows}) AS e"
-    on = " AND ".join(f"st.{p} IS NOT DISTINCT FROM t.{p}" for p in P) or "TRUE"
-    keys = ", ".join(P) if P else "1 AS __unit"
-    touched = (f"SELECT st.*, t.__hit IS NOT NULL AS __t FROM __state st "
-               f"LEFT JOIN (SELECT DISTINCT {keys}, TRUE AS __hit FROM __rows) t ON {on}")
+    ts = call("epoch_us", col(time_col))
+    items = [exp.alias_(ts, S), exp.alias_(exp.Add(this=ts.copy(), expression=lit(gap)), E)]
+    items += [alias(p.sql, p.name) for p in partials or ()]
+    events = select_from(sub(inner, "r"), None, star(), *items)
+    rows = select_from(sub(events, "e"), None, *cols(f.name for f in state_schema))
+    hits = select_from("__rows", None, *(cols(partition) or [exp.alias_(lit(1), "__unit")]),
+                       exp.alias_(exp.true(), "__hit")).distinct()
+    touched = select_from("__state", "st", star("st"), exp.alias_(exp.Not(this=exp.Is(
+        this=exp.column("__hit", "t"), expression=exp.Null())), "__t")) \
+        .join(sub(hits, "t"), on=same("st", "t", partition), join_type="left")
     # Equal starts need no order among them: the later one starts no session either way.
-    order = ", ".join(P + [S])
-    return SessionSql(rows, touched, f"SELECT * FROM __u ORDER BY {order}", direct)
+    sort = select_from("__u", None, star()).order_by(*[asc(p) for p in partition], asc(exp.column(S)))
+    return SessionSql(render(rows), render(touched), render(sort), direct)
 
 
 def session_state_schema(partition: tuple[str, ...], group: tuple[str, ...], partials, input_schema: Schema) -> pa.Schema:

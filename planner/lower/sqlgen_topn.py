@@ -23,10 +23,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+from sqlglot import exp
 
-from ..physical.specs import OP
-from ..vocabulary import RETRACTIONS, ChangeOp, sql_codes
-from .sqlgen_group import q, sql_type
+from ..vocabulary import OP, ChangeOp
+from .sqltree import (
+    asc,
+    call,
+    cast,
+    col,
+    cols,
+    create_table,
+    create_temp,
+    delete_using,
+    desc,
+    group_by_all,
+    insert,
+    lit,
+    render,
+    row_number,
+    same,
+    select_from,
+    sign,
+    star,
+    sub,
+    table,
+    union_all,
+)
 
 SEQ = "__seq"
 RANK = "__rn"
@@ -43,80 +65,101 @@ class TopNSql:
     tables: tuple[str, ...] = ()
 
 
-def order_clause(order: tuple[tuple[str, bool], ...], columns: list[str]) -> str:
-    keys = [f"{q(c)} {'DESC NULLS LAST' if desc else 'ASC NULLS FIRST'}" for c, desc in order]
+def order_keys(order: tuple[tuple[str, bool], ...], columns: list[str]) -> list[exp.Ordered]:
+    """The ranking order: the ORDER BY (NULLs smallest), then the other columns ascending as a tie-break."""
+    keys = [desc(c) if descending else asc(c, nulls_first=True) for c, descending in order]
     ordered = {c for c, _ in order}
-    keys += [f"{q(c)} ASC NULLS FIRST" for c in columns if c not in ordered]
-    return ", ".join(keys)
+    return keys + [asc(c, nulls_first=True) for c in columns if c not in ordered]
 
 
-def _on(a: str, b: str, names) -> str:
-    return " AND ".join(f"{a}.{q(c)} IS NOT DISTINCT FROM {b}.{q(c)}" for c in names) or "TRUE"
+def _ranked(source: exp.Expression, partition: list[str], order: list[exp.Ordered], names: list[str],
+            limit: int) -> exp.Select:
+    """The first ``limit`` rows of ``source`` per partition by ``order``, with their rank."""
+    numbered = select_from(source, None, star(), exp.alias_(row_number(cols(partition), order), RANK))
+    return select_from(sub(numbered, "r"), None, *cols(names), exp.column(RANK)).where(
+        exp.LTE(this=exp.column(RANK), expression=lit(limit)))
 
 
 def window_topn_sql(columns: list[str], partition: tuple[str, ...], order, limit: int, window_end: str) -> TopNSql:
-    P = ", ".join(q(p) for p in partition)
-    cols = ", ".join(q(c) for c in columns)
-    rank = (f"SELECT {cols}, {RANK} FROM (SELECT *, row_number() OVER (PARTITION BY {P} ORDER BY "
-            f"{order_clause(order, columns)}) AS {RANK} FROM __ready) AS r WHERE {RANK} <= {limit} "
-            f"ORDER BY {q(window_end)}, {P}, {RANK}")
-    return TopNSql(rank=rank)
+    P = list(partition)
+    rank = _ranked(table("__ready"), P, order_keys(order, columns), columns, limit) \
+        .order_by(asc(window_end), *[asc(p) for p in P], asc(exp.column(RANK)))
+    return TopNSql(rank=render(rank))
 
 
 def global_topn_sql(op_id: int, schema: pa.Schema, partition: tuple[str, ...], order, limit: int,
-                    updating_input: bool, input_sql: str | None) -> TopNSql:
-    """``schema``: the input columns kept (without __op)."""
+                    updating_input: bool, input_sql: exp.Expression | None) -> TopNSql:
+    """``schema``: the input columns kept (without __op); ``input_sql``: the query of the rows, if not the batch."""
     columns = [f.name for f in schema]
-    cols = ", ".join(q(c) for c in columns)
     rows_t, d, t, m, top, out = (f"__topn_rows_{op_id}", f"__topn_d_{op_id}", f"__touched_{op_id}",
                                  f"__topn_m_{op_id}", f"__top_{op_id}", f"__topn_out_{op_id}")
-    P = [q(p) for p in partition]
-    sign = f"CASE WHEN {q(OP)} IN {sql_codes(RETRACTIONS)} THEN -1 ELSE 1 END" if updating_input else "1"
-    source = f"({input_sql})" if input_sql else "__input"
-    ddl = ", ".join(f"{q(f.name)} {sql_type(f.type)}" for f in schema)
-    setup = (f"CREATE TABLE IF NOT EXISTS {rows_t} ({ddl}, __n BIGINT)",
-             f"CREATE TABLE IF NOT EXISTS {out} ({ddl})")
-    touched = f"SELECT DISTINCT {', '.join(P)} FROM {d}" if P else f"SELECT 1 AS __unit FROM {d} LIMIT 1"
-    part = f"PARTITION BY {', '.join(P)} " if P else ""
-    per_batch = (
-        f"CREATE OR REPLACE TEMP TABLE {d} AS SELECT {cols}, CAST(SUM({sign}) AS BIGINT) AS __n FROM {source} AS b "
-        f"GROUP BY ALL",
-        f"CREATE OR REPLACE TEMP TABLE {t} AS {touched}",
-        f"CREATE OR REPLACE TEMP TABLE {m} AS SELECT {cols}, CAST(SUM(__n) AS BIGINT) AS __n FROM ("
-        f"SELECT r.* FROM {rows_t} r SEMI JOIN {t} t ON {_on('r', 't', partition)} UNION ALL "
-        f"SELECT * FROM {d}) AS u GROUP BY ALL HAVING SUM(__n) > 0",
-        f"DELETE FROM {rows_t} USING {t} t WHERE {_on(rows_t, 't', partition)}",
-        f"CREATE OR REPLACE TEMP TABLE {top} AS SELECT {cols}, {RANK} FROM (SELECT *, row_number() OVER ({part}"
-        f"ORDER BY {order_clause(order, columns)}) AS {RANK} FROM (SELECT {cols} FROM (SELECT *, "
-        f"unnest(range(__n)) FROM {m}) AS x) AS e) AS r WHERE {RANK} <= {limit}",
+    P = list(partition)
+    source = sub(input_sql, "b") if input_sql is not None else table("__input", "b")
+    ddl = [(f.name, f.type) for f in schema]
+    setup = (create_table(rows_t, ddl + [("__n", pa.int64())]), create_table(out, ddl))
+    touched = select_from(d, None, *cols(P)).distinct() if P else \
+        select_from(d, None, exp.alias_(lit(1), "__unit")).limit(1)
+    count = exp.alias_(cast(exp.Sum(this=exp.column("__n")), pa.int64()), "__n")
+    # each candidate row repeated as many times as it is held
+    repeated = select_from(sub(select_from(m, None, star(), exp.Explode(this=call("range", exp.column("__n")))),
+                               "x"), None, *cols(columns))
+    per_batch = [
+        create_temp(d, group_by_all(select_from(source, None, *cols(columns), exp.alias_(
+            cast(exp.Sum(this=sign(updating_input)), pa.int64()), "__n")))),
+        create_temp(t, touched),
+        create_temp(m, group_by_all(select_from(sub(union_all(
+            select_from(rows_t, "r", star("r")).join(table(t, "t"), on=same("r", "t", P), join_type="semi"),
+            select_from(d, None, star())), "u"), None, *cols(columns), count))
+            .having(exp.GT(this=exp.Sum(this=exp.column("__n")), expression=lit(0)))),
+        delete_using(rows_t, table(t, "t"), same(rows_t, "t", P)),
+        create_temp(top, _ranked(sub(repeated, "e"), P, order_keys(order, columns), columns, limit)),
         # Over an append-only input a row below the top never returns: keep the top only.
-        f"INSERT INTO {rows_t} SELECT {cols}, COUNT(*) FROM {top} GROUP BY ALL" if not updating_input
-        else f"INSERT INTO {rows_t} SELECT * FROM {m}",
-    )
-    multiset = (
-        f"CREATE OR REPLACE TEMP TABLE __topn_changes_{op_id} AS SELECT {cols}, "
-        f"CAST(CASE WHEN __d > 0 THEN {ChangeOp.INSERT.sql} ELSE {ChangeOp.DELETE.sql} END AS TINYINT) AS {q(OP)} FROM ("
-        f"SELECT {cols}, __d, unnest(range(abs(__d))) FROM (SELECT {cols}, CAST(SUM(__s) AS BIGINT) AS __d FROM ("
-        f"SELECT {cols}, 1 AS __s FROM {top} UNION ALL "
-        f"SELECT o.*, -1 AS __s FROM {out} o SEMI JOIN {t} t ON {_on('o', 't', partition)}) AS u "
-        f"GROUP BY ALL HAVING SUM(__s) <> 0) AS g) AS x ORDER BY {q(OP)} DESC",
-        f"DELETE FROM {out} USING {t} t WHERE {_on(out, 't', partition)}",
-        f"INSERT INTO {out} SELECT {cols} FROM {top}",
-        f"SELECT * FROM __topn_changes_{op_id}",
-    )
-    return TopNSql(setup=setup, per_batch=per_batch, multiset_diff=multiset, tables=(rows_t, out))
+        insert(rows_t, group_by_all(select_from(top, None, *cols(columns), exp.Count(this=exp.Star()))))
+        if not updating_input else insert(rows_t, select_from(m, None, star())),
+    ]
+    changes = f"__topn_changes_{op_id}"
+    diff = exp.alias_(cast(exp.Sum(this=exp.column("__s")), pa.int64()), "__d")
+    counted = group_by_all(select_from(sub(union_all(
+        select_from(top, None, *cols(columns), exp.alias_(lit(1), "__s")),
+        select_from(out, "o", star("o"), exp.alias_(exp.Neg(this=lit(1)), "__s"))
+        .join(table(t, "t"), on=same("o", "t", P), join_type="semi")), "u"), None, *cols(columns), diff)) \
+        .having(exp.NEQ(this=exp.Sum(this=exp.column("__s")), expression=lit(0)))
+    one_per_change = select_from(sub(counted, "g"), None, *cols(columns), exp.column("__d"),
+                                 exp.Explode(this=call("range", exp.Abs(this=exp.column("__d")))))
+    kind = exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("__d"), expression=lit(0)),
+                                true=lit(int(ChangeOp.INSERT)))], default=lit(int(ChangeOp.DELETE)))
+    multiset = [
+        create_temp(changes, select_from(sub(one_per_change, "x"), None, *cols(columns),
+                                         exp.alias_(cast(kind, "TINYINT"), OP, quoted=True))
+                    .order_by(desc(col(OP)))),
+        delete_using(out, table(t, "t"), same(out, "t", P)),
+        insert(out, select_from(top, None, *cols(columns))),
+        select_from(changes, None, star()),
+    ]
+    return TopNSql(setup=_all(setup), per_batch=_all(per_batch), multiset_diff=_all(multiset), tables=(rows_t, out))
 
 
 def dedup_sql(columns: list[str], partition: tuple[str, ...], time_col: str, emitted: str) -> TopNSql:
     """Deduplication: ``first`` and ``last`` (see the module docstring)."""
-    cols = ", ".join(q(c) for c in [*columns, SEQ])
-    P = ", ".join(q(p) for p in partition)
-    part = f"PARTITION BY {P} " if P else ""
-    T = q(time_col)
-    first = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({part}ORDER BY {T}, {SEQ}) AS __r FROM ("
-             f"SELECT {cols} FROM __pending UNION ALL "
-             f"SELECT r.* FROM __rows r ANTI JOIN __seen s ON {_on('r', 's', partition)}) AS u) AS c WHERE __r = 1")
-    last = (f"SELECT c.* FROM (SELECT {', '.join(q(c) for c in columns)} FROM (SELECT *, row_number() OVER "
-            f"({part}ORDER BY {T} DESC, {SEQ} DESC) AS __r FROM __rows) AS r WHERE __r = 1) AS c "
-            f"LEFT JOIN {emitted} e ON {_on('c', 'e', partition)} WHERE e.{T} IS NULL OR c.{T} >= e.{T}")
-    return TopNSql(first=first, last=last)
+    P = list(partition)
+    names = [*columns, SEQ]
+
+    def numbered(source: exp.Expression, *order: exp.Ordered) -> exp.Select:
+        return select_from(source, None, star(), exp.alias_(row_number(cols(P), list(order)), "__r"))
+
+    candidates = union_all(select_from("__pending", None, *cols(names)),
+                           select_from("__rows", "r", star("r")).join(table("__seen", "s"), on=same("r", "s", P),
+                                                                       join_type="anti"))
+    first = select_from(sub(numbered(sub(candidates, "u"), asc(time_col), asc(exp.column(SEQ))), "c"), None,
+                        *cols(names)).where(exp.EQ(this=exp.column("__r"), expression=lit(1)))
+    latest = select_from(sub(numbered(table("__rows"), desc(time_col), desc(exp.column(SEQ))), "r"), None,
+                         *cols(columns)).where(exp.EQ(this=exp.column("__r"), expression=lit(1)))
+    newer = exp.or_(exp.Is(this=col(time_col, "e"), expression=exp.Null()),
+                    exp.GTE(this=col(time_col, "c"), expression=col(time_col, "e")))
+    last = select_from(sub(latest, "c"), None, star("c")).join(table(emitted, "e"), on=same("c", "e", P),
+                                                               join_type="left").where(newer)
+    return TopNSql(first=render(first), last=render(last))
+
+
+def _all(statements: list[exp.Expression] | tuple[exp.Expression, ...]) -> tuple[str, ...]:
+    return tuple(render(s) for s in statements)

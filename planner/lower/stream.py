@@ -60,11 +60,11 @@ from ..logical.join import Join
 from ..logical.late import LateScan
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN
-from .sql import RUNTIME, LoweringRefused, add, alias, c, floor_us, micros
-from .sqlgen import lit
+from .sql import RUNTIME, LoweringRefused, alias, c, micros
 
 BATCH_TOO = "and over bounded files (watch = 'false') the duckdb and spark batch routes can"
 W = "__w"  # the window struct a streaming window aggregate groups by
+WE = "__we"  # beside it, the end of each window of the struct (CUMULATE's steps)
 
 
 def unbounded_sources(root: L.Node) -> list[SourceDef]:
@@ -147,22 +147,11 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
                StreamOf: "Structured Streaming has no CQL relations",
                LateScan: "Spark drops late events without handing them on"}[type(n)]
         raise _refuse(f"run {n.label()}", stream, why, batch_too=not isinstance(n, StreamOf))
-    if isinstance(n, L.WindowTVF) and n.window.kind == "SESSION":
+    if isinstance(n, L.WindowTVF) and n.window.type.merging:
         raise _refuse(f"run {n.label()} without an aggregate", stream,
                       "Spark assigns sessions only when it aggregates them (session_window)")
     if isinstance(n, L.WindowAggregate):
-        w = n.window
-        if any(a.distinct for a in n.aggs):
-            raise _refuse(f"run {n.label()}", stream, "Structured Streaming has no distinct aggregates")
-        if not from_source_time(n.input, w.time_col):
-            raise _refuse(f"run {n.label()}", stream,
-                          f"its time column '{w.time_col}' is not a source's watermarked column, and Spark "
-                          "carries a watermark only on those (a window over a window's results needs Spark's "
-                          "own window_time)")
-        if w.kind == "SESSION" and not set(w.partition_by) <= set(n.keys):
-            raise _refuse(f"run {n.label()}", stream,
-                          "Spark keeps sessions per grouping key, so the session's PARTITION BY columns must be "
-                          "grouped by")
+        _check_window_aggregate(n, stream)
     if isinstance(n, L.Union) and any(id(i) not in streams for i in n.inputs):
         raise _refuse(f"run {n.label()} of a stream and bounded input", stream,
                       "Structured Streaming cannot union a stream with a bounded relation")
@@ -172,6 +161,23 @@ def _check_node(n: L.Node, stream: str, streams: dict[int, str]) -> None:
         raise _refuse(f"run {n.label()}", stream,
                       "its result is updating (rows are retracted and replaced), and Structured Streaming's "
                       "append mode writes each row once")
+
+
+def _check_window_aggregate(n: L.WindowAggregate, stream: str) -> None:
+    w = n.window
+    if any(a.distinct for a in n.aggs):
+        raise _refuse(f"run {n.label()}", stream, "Structured Streaming has no distinct aggregates")
+    if not from_source_time(n.input, w.time_col):
+        raise _refuse(f"run {n.label()}", stream,
+                      f"its time column '{w.time_col}' is not a source's watermarked column, and Spark "
+                      "carries a watermark only on those (a window over a window's results needs Spark's "
+                      "own window_time)")
+    if w.type.stream_window(w, c(w.time_col)) is None:
+        raise _refuse(f"run {n.label()}", stream, f"Spark has no streaming window for {w.kind} windows")
+    if w.partition_by and not set(w.partition_by) <= set(n.keys):
+        raise _refuse(f"run {n.label()}", stream,
+                      "Spark keeps sessions per grouping key, so the session's PARTITION BY columns must be "
+                      "grouped by")
 
 
 def _check_join(n: Join, stream: str, streams: dict[int, str]) -> None:
@@ -199,47 +205,36 @@ def _check_join(n: Join, stream: str, streams: dict[int, str]) -> None:
 # -- lowering pieces ---------------------------------------------------------------------------
 
 
-def duration(us: int) -> exp.Literal:
-    """A duration as Spark's window functions take it."""
-    return exp.Literal.string(f"{us} microseconds")
-
-
 def interval(us: int) -> exp.Interval:
     return exp.Interval(this=exp.Literal.string(str(us)), unit=exp.Var(this="MICROSECOND"))
-
-
-def window_struct(w: L.WindowSpec) -> exp.Expression:
-    """Spark's window struct for ``w`` (for CUMULATE: its largest window, which every step window is part of)."""
-    t = c(w.time_col)
-    if w.kind == "SESSION":
-        return exp.Anonymous(this="session_window", expressions=[t, duration(w.gap)])
-    slide = w.slide if w.kind == "HOP" else w.size
-    return exp.Anonymous(this="window", expressions=[t, duration(w.size), duration(slide),
-                                                     duration(w.offset % slide)])
 
 
 def struct_field(name: str) -> exp.Expression:
     return exp.Dot(this=c(W), expression=exp.Identifier(this=name, quoted=True))
 
 
+def stream_window_ends(w: L.WindowSpec) -> list[str]:
+    """The column of each window's end beside the struct, for kinds with several windows per struct."""
+    return [WE] if w.type.stream_window(w, c(w.time_col)).each is not None else []
+
+
 def stream_window_rows(lw, w: L.WindowSpec, src) -> exp.Select:
     """The rows of a stream with their window struct (and, for CUMULATE, each step window's end ``__we``)."""
-    items = [c(n) for n in src.columns] + [alias(window_struct(w), W)]
+    found = w.type.stream_window(w, c(w.time_col))
+    items = [c(n) for n in src.columns] + [alias(found.struct, W)]
     query = exp.select(*items).from_(lw.use(src))
-    if w.kind != "CUMULATE":
+    if found.each is None:
         return query
-    t = micros(c(w.time_col))
-    first = add(floor_us(t, w.step, w.offset), w.step)
-    ends = exp.GenerateSeries(start=first, end=add(micros(struct_field("start")), w.size), step=lit(w.step))
-    return exp.select(*[c(n) for n in src.columns], c(W), alias(exp.Explode(this=ends), "__we")).from_(
+    ends = found.each(c(w.time_col), micros(struct_field("start")))
+    return exp.select(*[c(n) for n in src.columns], c(W), alias(exp.Explode(this=ends), WE)).from_(
         exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("a"))))
 
 
 def stream_window_bounds(w: L.WindowSpec) -> tuple[exp.Expression, exp.Expression, list[exp.Expression]]:
     """A window's start and end in microseconds, and what a streaming window aggregate groups by."""
     start = micros(struct_field("start"))
-    if w.kind == "CUMULATE":
-        return start, c("__we"), [c(W), c("__we")]
+    if stream_window_ends(w):
+        return start, c(WE), [c(W), c(WE)]
     return start, micros(struct_field("end")), [c(W)]
 
 

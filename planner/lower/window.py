@@ -1,9 +1,10 @@
 """Lowering windows and aggregates: window TVFs, window aggregates, sessions, group aggregates.
 
-Windows are assigned with the runtime's integer arithmetic on epoch
-microseconds (``lower.sqlgen.floor_to``): a TUMBLE start is the event time
-floored to the size; a HOP or CUMULATE row is repeated once per window
-with ``explode(sequence(...))`` (DuckDB: ``unnest(generate_series(...))``)::
+Windows are assigned by the window kind's builder, the one every route
+uses (``planner/windows``: ``assign_windows``), with the runtime's integer
+arithmetic on epoch microseconds: a TUMBLE start is the event time floored
+to the size; a HOP or CUMULATE row is repeated once per window with
+``explode(sequence(...))`` (DuckDB: ``unnest(generate_series(...))``)::
 
     HOP(slide 10 s, size 30 s), t = 47 s    starts 20, 30, 40  (last = floor(t, 10), first = last - 20)
     CUMULATE(step 10 s, size 30 s), t = 47 s start 30, ends 50, 60
@@ -30,6 +31,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from .. import windows
 from ..aggregate_kinds import FOLD
 from ..logical import nodes as L
 from .sql import (
@@ -42,7 +44,6 @@ from .sql import (
     asc,
     c,
     cast,
-    floor_us,
     micros,
     minus,
     open_window,
@@ -53,30 +54,17 @@ from .sql import (
 )
 from .sqlgen import lit
 from .stream import W as STRUCT
-from .stream import stream_window_bounds, stream_window_rows
+from .stream import stream_window_bounds, stream_window_ends, stream_window_rows
 
 WS, WE, T = "__ws", "__we", "__t"
 
 
 def assign_windows(lw, w: L.WindowSpec, src) -> exp.Select:
     """The rows of ``src`` with ``__ws`` and ``__we`` (window bounds in microseconds), one row per window."""
-    items = src.cols(order=True)
-    t = micros(c(w.time_col))
-    if w.kind == "TUMBLE":
-        start = floor_us(t, w.size, w.offset)
-        return exp.select(*items, alias(start, WS), alias(add(start.copy(), w.size), WE)).from_(lw.use(src))
-    if w.kind == "HOP":
-        last = floor_us(t, w.slide, w.offset)
-        series = exp.GenerateSeries(start=minus(last, w.size - w.slide), end=last.copy(), step=lit(w.slide))
-        inner = exp.select(*items, alias(exp.Explode(this=series), WS)).from_(lw.use(src))
-        outer = [c(n) for n in list(src.columns) + (list(ORDER) if src.ordered else [])]
-        return exp.select(*outer, c(WS), alias(add(c(WS), w.size), WE)).from_(sub(inner, "h"))
-    if w.kind == "CUMULATE":
-        start = floor_us(t, w.size, w.offset)
-        series = exp.GenerateSeries(start=add(floor_us(t, w.step, w.offset), w.step), end=add(start.copy(), w.size),
-                                    step=lit(w.step))
-        return exp.select(*items, alias(start, WS), alias(exp.Explode(this=series), WE)).from_(lw.use(src))
-    return sessions(lw, w, src)
+    if w.type.merging:
+        return sessions(lw, w, src)
+    keep = src.cols(order=True)
+    return windows.assign_windows(w, lw.use(src), keep, lambda start, end: [alias(start, WS), alias(end, WE)])
 
 
 def sessions(lw, w: L.WindowSpec, src) -> exp.Select:
@@ -117,11 +105,11 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     if lw.streaming(node):
         return _stream_window_aggregate(lw, node, src)
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
-    group = [c(WS), c(WE)] + ([c("__sid")] if w.kind == "SESSION" else []) + [c(k) for k in node.keys]
+    group = [c(WS), c(WE)] + ([c("__sid")] if w.type.merging else []) + [c(k) for k in node.keys]
     items = window_columns() + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
-    if src.ordered and w.kind != "SESSION":  # each row counts in the windows still open when it arrived
+    if src.ordered and not w.type.merging:  # each row counts in the windows still open when it arrived
         query = query.where(open_window(c(WE)))
     if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
         # fired by then: the watermark reached the window's last millisecond (as WindowAggLogic fires)
@@ -133,8 +121,7 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
 def _stream_window_aggregate(lw, node: L.WindowAggregate, src):
     """Over a stream: grouped by Spark's window struct, which carries the watermark (``lower/stream.py``)."""
     w = node.window
-    rows = lw.add(stream_window_rows(lw, w, src), list(src.columns) + [STRUCT] + (["__we"] if w.kind == "CUMULATE"
-                                                                                   else []))
+    rows = lw.add(stream_window_rows(lw, w, src), list(src.columns) + [STRUCT] + stream_window_ends(w))
     start, end, group = stream_window_bounds(w)
     items = window_columns(start, end) + [c(k) for k in node.keys] + \
         [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]

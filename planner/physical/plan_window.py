@@ -16,12 +16,12 @@ from ..logical import nodes as L
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN, window_end_column
 from ..lower.sqlgen_emit import emit_sql
-from ..lower.sqlgen_group import q, sql_type
 from ..lower.sqlgen_over import over_sql
 from ..lower.sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from ..lower.sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from ..lower.sqlgen_ttl import partition_touch, partition_ttl
-from ..types import Schema, to_sql_type
+from ..lower.sqltree import alias, cast, col, cols, render, select_from, sub
+from ..types import Schema
 from .specs import BATCH, OP, PartialAgg
 
 
@@ -31,12 +31,12 @@ def output_schema(node: L.Node) -> pa.Schema:
     return schema.append(pa.field(OP, pa.int8())) if node.changelog == L.UPDATING else schema
 
 
-def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql: str, needed: set[str],
+def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner: exp.Expression, needed: set[str],
                    picks: tuple[tuple[str, str], ...] | None = None) -> dict:
-    """The fields of a SessionOp computing ``node`` from rows given by ``inner_sql``.
+    """The fields of a SessionOp computing ``node`` from rows given by the query ``inner``.
 
     ``needed``: the columns of the node's output read above it; ``picks``:
-    (row column, batch column) pairs when ``inner_sql`` only picks and
+    (row column, batch column) pairs when ``inner`` only picks and
     renames the batch's columns.
     """
     w = node.window
@@ -47,7 +47,7 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         emit = L.EmitPolicy()
         keep = needed | {w.time_col, *partition}
         schema = Schema(tuple(f for f in schema if f.name in keep))
-        inner_sql = f"SELECT {', '.join(q(f.name) for f in schema)} FROM ({inner_sql}) AS r"
+        inner = select_from(sub(inner, "r"), None, *cols(f.name for f in schema))
     else:
         distinct = [a.arg for a in node.aggs if a.keeps_values and a.arg not in node.keys]
         group = tuple(dict.fromkeys([k for k in node.keys if k not in partition] + distinct))
@@ -57,7 +57,7 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner_sql:
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
     direct = direct_rows(picks, w.time_col, partials, state_schema, schema)
-    sql = session_sql(inner_sql, w.time_col, w.gap, partition, group, partials, state_schema, direct)
+    sql = session_sql(inner, w.time_col, w.gap, partition, group, partials, state_schema, direct)
     merges = tuple((p.name, p.merge) for p in partials or ())
     fields = dict(window=w, partition=partition, keys=keys, group=group, aggs=aggs, sql=sql, merges=merges,
                   state_schema=state_schema, emit=emit)
@@ -80,15 +80,14 @@ def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
     """The per-batch partial columns of aggregate ``i`` (none for DISTINCT: its argument is grouped by)."""
     if a.keeps_values:
         return []
-    arg = exp.column(a.arg, quoted=True) if a.arg else None
-    items = []
+    arg = col(a.arg) if a.arg else None
     if a.kind.ordered:  # in arrival order: the operator numbers the rows
-        ordered = a.kind.batch_items(arg, exp.column(SEQ, quoted=True))
-        return [exp.alias_(exp.Cast(this=ordered[p.suffix], to=to_sql_type(p.type)), f"__p{i}{p.suffix}", quoted=True)
-                for p in a.partials()]
+        ordered = a.kind.batch_items(arg, col(SEQ))
+        return [alias(cast(ordered[p.suffix], p.type), f"__p{i}{p.suffix}") for p in a.partials()]
+    items = []
     for p in a.partials():
         folded = exp.Count(this=exp.Star()) if arg is None else fold(p.first, p.value(arg))
-        items.append(exp.alias_(exp.Cast(this=folded, to=to_sql_type(p.type)), f"__p{i}{p.suffix}", quoted=True))
+        items.append(alias(cast(folded, p.type), f"__p{i}{p.suffix}"))
     return items
 
 
@@ -103,8 +102,9 @@ def over_fields(node: OverAggregate, needed: set[str]) -> dict:
                 retain_sql=sql.retain, carry_sql=sql.carry, carry_schema=sql.carry_schema)
 
 
-def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None) -> dict:
-    """The fields of a TopNOp computing ``node``, keeping the input columns read above it."""
+def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression | None) -> dict:
+    """The fields of a TopNOp computing ``node`` (over the rows of the query ``inner``, if not the batch's),
+    keeping the input columns read above it."""
     keep = needed | set(node.partition_by) | {c for c, _ in node.order_by}
     if node.kind == "global":
         keep |= set(node.input.schema.names)  # rows are compared whole
@@ -113,14 +113,14 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None)
     in_schema = pa.schema([pa.field(c, node.input.schema.find(c).type) for c in columns])
     out = in_schema.append(pa.field(rank, pa.int64(), False)) if rank else in_schema
     fields = dict(kind=node.kind, columns=tuple(columns), partition=node.partition_by, order=node.order_by,
-                  limit=node.limit, rank=rank, input_sql=input_sql)
+                  limit=node.limit, rank=rank, input_sql=render(inner) if inner is not None else None)
     if node.kind == "window":
         end = window_end_column(node.input, node.partition_by)
         fields["sql"] = window_topn_sql(columns, node.partition_by, node.order_by, node.limit, end)
         fields["window_end"] = end
     elif node.kind == "global":
         fields["sql"] = global_topn_sql(op_id, in_schema, node.partition_by, node.order_by, node.limit,
-                                        node.input.changelog == L.UPDATING, input_sql)
+                                        node.input.changelog == L.UPDATING, inner)
         if rank:
             fields["emit_sql"] = emit_sql(op_id, out, (*node.partition_by, rank), node.partition_by)
     else:
@@ -136,7 +136,7 @@ def topn_fields(op_id: int, node: TopN, needed: set[str], input_sql: str | None)
 def _topn_ttl(op_id: int, node: TopN, in_schema: pa.Schema, fields: dict) -> dict:
     """SET 'state.ttl' for global Top-N and deduplication: partitions not touched for that long are dropped
     (planner/lower/sqlgen_ttl.py); keep-first deduplication's emitted keys are Arrow state the runtime filters."""
-    key_ddl = [(q(p), sql_type(in_schema.field(p).type)) for p in node.partition_by]
+    key_ddl = [(p, in_schema.field(p).type) for p in node.partition_by]
     tables = [fields["emit_sql"].table] if fields.get("emit_sql") and node.kind != "first" else []
     if node.kind == "global":
         tables += list(fields["sql"].tables)

@@ -32,6 +32,7 @@ from ..lower.sqlgen_group import group_agg_sql
 from ..timeutil import parse_duration
 from ..types import Schema
 from ..vocabulary import ADDITIONS, RETRACTIONS
+from ..windows import floor_to
 from .plan_joins import JoinPlanning
 from .plan_window import over_fields, partial_agg, partial_items, session_fields, time_kinds, topn_fields
 from .specs import (
@@ -152,8 +153,8 @@ class _Planner(JoinPlanning):
     def plan_TopN(self, node) -> int:
         chain, base = self.fused_input(node)
         base_id = self.op_for(base)  # first: the operator's id (which names its tables) is the next one
-        input_sql = S.render(S.chain_sql(chain)) if chain else None
-        fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), input_sql)
+        inner = S.chain_sql(chain) if chain else None
+        fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), inner)
         return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
 
     def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
@@ -229,7 +230,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         updating = node.input.changelog == L.UPDATING
         sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
-                            S.render(S.chain_sql(chain)), node.ttl)
+                            S.chain_sql(chain), node.ttl)
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
                         ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest, numbered=numbered)
@@ -241,7 +242,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         needed = self.required.get(id(node), set(node.schema.names))
         picks = S.column_picks(chain) if chain else tuple((n, n) for n in node.input.schema.names)
-        fields = session_fields(len(self.ops), node, S.render(S.chain_sql(chain)), needed, picks)
+        fields = session_fields(len(self.ops), node, S.chain_sql(chain), needed, picks)
         schema = None
         if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
             kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)
@@ -252,7 +253,7 @@ class _Planner(JoinPlanning):
         if node.input.changelog == L.UPDATING:
             raise _unsupported("a window aggregate over an updating input",
                                "window aggregates need an append-only input (a stream)")
-        if node.window.kind == "SESSION":
+        if node.window.type.merging:
             return self.session(node)
         numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
         chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
@@ -261,7 +262,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         inner = S.chain_sql(chain)
         w = node.window
-        pane = exp.alias_(S.floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
+        pane = exp.alias_(floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
         keys = [col(k) for k in node.keys]
         distinct = sorted({a.arg for a in node.aggs if a.keeps_values})
         items: list[exp.Expression] = [pane, *keys, *[col(d) for d in distinct if d not in node.keys]]
@@ -303,7 +304,7 @@ def computed_columns_sql(src, columns, computed, proctime: str | None = None) ->
 
 
 def _is_session(node: L.Node) -> bool:
-    return isinstance(node, L.WindowTVF) and node.window.kind == "SESSION"
+    return isinstance(node, L.WindowTVF) and node.window.type.merging
 
 
 def uses_event_time(node: L.Node) -> bool:
@@ -314,7 +315,7 @@ def uses_event_time(node: L.Node) -> bool:
     what consumes the windows judges lateness.
     """
     if isinstance(node, L.WindowTVF):
-        return node.window.kind == "SESSION"
+        return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
         return True
     if isinstance(node, TopN):
@@ -360,7 +361,7 @@ def judges_per_window(node: L.Node) -> bool:
     arrived; the event still counts in the windows that are open.
     """
     if isinstance(node, L.WindowAggregate):
-        return node.window.kind != "SESSION" and not node.emit.updating
+        return not node.window.type.merging and not node.emit.updating
     return isinstance(node, TopN) and node.kind == "window"
 
 

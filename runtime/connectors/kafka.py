@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
+
 from .base import ReadRequest, SinkError, SinkWriter, SourceContext, SourceError, SourceReader, WriteRequest
 from .changelog_source import DebeziumCodec, DebeziumReader, flat_schema
 from .kafka_config import kafka_options
@@ -49,10 +51,15 @@ def open_source(req: ReadRequest, ctx: SourceContext) -> SourceReader:
         decoder.value.codec = DebeziumCodec(req.schema, req.not_null)
         reader = KafkaSource(opts, decoder, req.batch_rows, dead_letter_path=dead_letter)
         return DebeziumReader(reader, req.schema)
+    schema = req.schema
+    if not upsert:  # a stream's NOT NULL columns stay NOT NULL, as the plan has them (the decoder refuses NULLs)
+        schema = pa.schema([f.with_nullable(src.schema.find(f.name).nullable) for f in schema])
     try:
-        decoder = MessageDecoder(req.name, req.schema, value_format=opts.value_format, key_format=opts.key_format,
+        decoder = MessageDecoder(req.name, schema, value_format=opts.value_format, key_format=opts.key_format,
                                  key_columns=key_columns, metadata=metadata, not_null=req.not_null,
-                                 delimiter=opts.delimiter, value_columns=value_columns)
+                                 delimiter=opts.delimiter, value_columns=value_columns,
+                                 declared=pa.schema([pa.field(c, src.schema.find(c).type, src.schema.find(c).nullable)
+                                                     for c in declared]))
     except ValueError as e:
         raise SourceError(str(e), source=req.name) from None
     return KafkaSource(opts, decoder, req.batch_rows, upsert=upsert, dead_letter_path=dead_letter)

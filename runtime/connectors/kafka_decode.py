@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from .csv_source import CsvCodec
 from .json_source import JsonCodec
+from .kafka_avro import AvroCodec
 from .line_source import LineCodec
 from .salvage import BadInput, salvage
 
@@ -74,7 +75,7 @@ class BadMessage:
 
 
 def line_codec(fmt: str, name: str, schema: pa.Schema, not_null: tuple, delimiter: str) -> LineCodec | None:
-    """The codec of one side of a message (key or value); None for 'raw'."""
+    """The line codec of one side of a message (key or value); None for 'raw' and 'avro'."""
     if fmt == "json":
         return JsonCodec(schema, not_null)
     if fmt == "csv":
@@ -87,17 +88,22 @@ def line_codec(fmt: str, name: str, schema: pa.Schema, not_null: tuple, delimite
 class SideDecoder:
     """Decodes the keys or the values of a batch of messages into some of the source's columns."""
 
-    def __init__(self, fmt: str, name: str, schema: pa.Schema, not_null: tuple, delimiter: str):
+    def __init__(self, fmt: str, name: str, schema: pa.Schema, not_null: tuple, delimiter: str,
+                 whole: pa.Schema | None = None):
         if fmt == "raw" and len(schema) != 1:
             raise ValueError(f"format 'raw' reads one column, but {len(schema)} come from this side of the "
                              f"message ({', '.join(schema.names)})")
         self.fmt, self.schema = fmt, schema
         self.codec = line_codec(fmt, name, schema, not_null, delimiter)
+        # Avro: a datum per message, read whole (``whole``: every column this side holds, as declared).
+        self.avro = AvroCodec(whole if whole is not None else schema, schema, not_null) if fmt == "avro" else None
 
     def decode(self, data: list) -> pa.Table:
         """Whole messages -> rows (one each); raises BadInput when any message cannot be read."""
         if not self.schema:
             return pa.table({"__rows": pa.nulls(len(data))}).drop_columns(["__rows"])
+        if self.avro is not None:
+            return self.avro.decode(data)
         if self.codec is None:  # raw: the bytes (or their text) are the column
             column = pa.array(data, pa.binary())
             target = self.schema.field(0).type
@@ -120,6 +126,8 @@ class SideDecoder:
     def diagnose(self, value: bytes | None) -> tuple[str | None, str]:
         if value is None:
             return None, "the message has no value"
+        if self.avro is not None:
+            return self.avro.diagnose(value)
         if self.codec is None:
             return self.schema.field(0).name, f"cannot read the bytes as {self.schema.field(0).type}"
         return self.codec.diagnose(value.replace(b"\n", b" "))
@@ -137,16 +145,24 @@ class MessageDecoder:
 
     def __init__(self, name: str, schema: pa.Schema, *, value_format: str, key_format: str | None,
                  key_columns: tuple[str, ...], metadata: dict[str, str], not_null: tuple = (),
-                 delimiter: str = ",", value_columns: tuple[str, ...] | None = None):
+                 delimiter: str = ",", value_columns: tuple[str, ...] | None = None,
+                 declared: pa.Schema | None = None):
         self.name, self.schema, self.metadata = name, schema, metadata
         fields = {f.name: f for f in schema}
         self.key_columns = tuple(c for c in key_columns if c in fields)
         read_value = [c for c in (value_columns or schema.names) if c in fields and c not in metadata
                       and c not in self.key_columns]
+
+        def whole(columns) -> pa.Schema | None:  # a side's declared columns (``declared``: the source's)
+            if declared is None:
+                return None
+            return pa.schema([declared.field(c) for c in columns if c in declared.names and c not in metadata])
+
         self.value = SideDecoder(value_format, name, pa.schema([fields[c] for c in read_value]),
-                                 tuple(c for c in not_null if c in read_value), delimiter)
+                                 tuple(c for c in not_null if c in read_value), delimiter,
+                                 whole(value_columns or schema.names))
         self.key = SideDecoder(key_format, name, pa.schema([fields[c] for c in self.key_columns]),
-                               tuple(c for c in not_null if c in self.key_columns), delimiter) \
+                               tuple(c for c in not_null if c in self.key_columns), delimiter, whole(key_columns)) \
             if self.key_columns else None
 
     def decode(self, batch: Messages) -> tuple[pa.Table, np.ndarray, list[BadMessage]]:

@@ -42,6 +42,7 @@ import pyarrow.csv as pcsv
 from ..changelog import DELETE, INSERT, OP, UPDATE_BEFORE
 from .base import SinkError
 from .encode import Renderer, csv_columns_sql, json_lines_sql, row_object_sql
+from .kafka_avro import AvroCodec
 from .kafka_client import end_offsets, list_partitions, producer, read_range
 from .kafka_config import KafkaOptions
 
@@ -54,7 +55,7 @@ class KafkaEncoder:
     def __init__(self, opts: KafkaOptions, schema: pa.Schema, upsert: bool):
         self.opts, self.upsert = opts, upsert
         self.schema = pa.schema([f for f in schema if f.name != OP])
-        self.fmt = "json" if upsert and opts.value_format not in ("csv", "raw") else opts.value_format
+        self.fmt = "json" if upsert and opts.value_format not in ("csv", "raw", "avro") else opts.value_format
         self.renderer = Renderer()
         self.key_schema = pa.schema([self.schema.field(c) for c in opts.key_fields]) if opts.key_fields else None
         value_names = [f.name for f in self.schema
@@ -62,6 +63,12 @@ class KafkaEncoder:
         self.value_schema = pa.schema([self.schema.field(c) for c in value_names])
         if self.fmt == "raw" and len(self.value_schema) != 1:
             raise SinkError(f"format 'raw' writes one column, but the result has {len(self.value_schema)}")
+        try:  # Avro's record schemas, derived from the result's columns (kafka_avro.py)
+            self.avro = {side: AvroCodec(part) for side, part, fmt in (
+                ("key", self.key_schema, opts.key_format), ("value", self.value_schema, self.fmt))
+                if fmt == "avro" and part is not None}
+        except ValueError as e:
+            raise SinkError(str(e)) from None
 
     def encode(self, table: pa.Table) -> tuple[list, list]:
         """Keys (None without key.fields) and values (None: a tombstone) of the messages for ``table``."""
@@ -70,17 +77,20 @@ class KafkaEncoder:
             table = table.filter(pc.not_equal(ops, UPDATE_BEFORE))
             ops = table.column(OP)
         n = table.num_rows
-        keys = self._render(table, self.key_schema, self.opts.key_format or "json") if self.key_schema else [None] * n
-        values = self._render(table, self.value_schema, self.fmt)
+        keys = self._render(table, self.key_schema, self.opts.key_format or "json", "key") if self.key_schema \
+            else [None] * n
+        values = self._render(table, self.value_schema, self.fmt, "value")
         if self.upsert and ops is not None:
             deleted = pc.equal(ops, DELETE).to_pylist()
             values = [None if d else v for v, d in zip(values, deleted)]
         return keys, values
 
-    def _render(self, table: pa.Table, schema: pa.Schema, fmt: str) -> list:
+    def _render(self, table: pa.Table, schema: pa.Schema, fmt: str, side: str) -> list:
         columns = [table.column(f.name) if table.column(f.name).type == f.type else table.column(f.name).cast(f.type)
                    for f in schema]
         part = pa.Table.from_arrays(columns, schema=schema)
+        if fmt == "avro":
+            return self.avro[side].encode(part)
         if fmt in ("changelog-json", "debezium-json"):
             op = table.column(OP) if OP in table.column_names else pa.array([INSERT] * table.num_rows, pa.int8())
             part = part.append_column(OP, op)
@@ -118,7 +128,7 @@ class KafkaSink:
     def __init__(self, name: str, opts: KafkaOptions, schema: pa.Schema, updating: bool, *, upsert: bool,
                  write_ahead: bool, position: dict | None = None, staged: pa.Table | None = None):
         self.name, self.opts, self.upsert = name, opts, upsert
-        if updating and not upsert and opts.value_format in ("json", "csv", "raw"):
+        if updating and not upsert and opts.value_format in ("json", "csv", "raw", "avro"):
             raise SinkError(f"format '{opts.value_format}' needs an append-only result, but this query's result is "
                             "updating; use format = 'changelog-json' or 'debezium-json', or connector = "
                             "'upsert-kafka'")

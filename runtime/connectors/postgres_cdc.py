@@ -4,10 +4,12 @@ A TABLE with a primary key, read as *changes by key* (``__op``; see
 pgoutput.py), which the runtime normalizes into a changelog::
 
     fresh start   CREATE PUBLICATION (if missing) -> CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT
-                  -> initial:       COPY the table in that snapshot (one batch of +I)
+                  -> initial:       the table in that snapshot, in pieces of batch.size rows (+I)
                   -> latest-offset: no snapshot
                   -> START_REPLICATION from the slot's consistent point
     restart       START_REPLICATION from the checkpoint's LSN (the slot must still exist)
+    restart in    the rest of the table after the checkpoint's last key, in a snapshot of its own,
+    the snapshot  then START_REPLICATION from the slot's consistent point
 
 The position is ``{"lsn": end LSN of the last transaction handed on}``
 (``None`` before the first read). The slot's confirmed position moves only
@@ -25,23 +27,35 @@ every poll would decode all unconfirmed changes again (quadratic), and
 a checkpoint (a crash would lose them). The streaming protocol decodes
 each change once and takes the confirmed position from our feedback.
 
-The snapshot is one batch: it is read in the slot's exported snapshot,
-which lives only as long as the slot's connection waits, so a checkpoint
-cannot fall inside it. Its text is parsed by Arrow's CSV reader; the
-stream's values are gathered column by column and converted with Arrow
-kernels, as the snapshot's are.
+The snapshot is read a piece at a time (``postgres_snapshot.py``: keyset
+pages over the primary key, each one ``COPY``), all in one transaction
+that imported the slot's exported snapshot, so memory stays bounded on a
+large table and every piece sees the table as of the slot's consistent
+point. Streaming starts when the last piece is read. A checkpoint between
+pieces records the consistent point and the last key read
+(``{"lsn": None, "snapshot": {"lsn": ..., "after": [...]}}``); the
+exported snapshot does not outlive the process, so a restore reads the
+keys after that one in a snapshot of its own, taken later, and then
+streams from the consistent point (the slot is not confirmed before the
+snapshot ends, so the server still has every change since). A key read
+in the later snapshot may then see changes it already holds again; the
+changes are rows by key (an upsert or a delete of the key's row), so
+applying one again leaves the same row, and once the stream passes the
+later snapshot's point the table is exact again. A run without a restore
+mid-snapshot sees exactly the consistent snapshot and then each change
+once. Text is parsed by Arrow's CSV reader; the stream's values are
+gathered column by column and converted with Arrow kernels, as the
+snapshot's are.
 """
 
 from __future__ import annotations
 
 import bisect
-import io
 import os
 import time
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from ...planner.physical.specs import OP
 from ..changelog import INSERT
@@ -58,10 +72,12 @@ from .postgres_common import (
     server_from_options,
     text_to_arrow_input,
 )
+from .postgres_snapshot import SnapshotPieces
 
 STARTUP_MODES = ("initial", "latest-offset")
 _READ_BUDGET_S = 0.2  # hand on what arrived within this long, so the job stays responsive
 _SLOT_RELEASE_S = 10.0
+_RECONNECT_S = 30.0
 
 
 def open_source(req: ReadRequest, ctx: SourceContext) -> PostgresCdcReader:
@@ -125,6 +141,9 @@ class PostgresCdcReader:
         self.lsn: int | None = None  # the position: end of the last transaction handed on
         self._confirm: int | None = None  # confirmed by a checkpoint, not yet sent
         self._conn = self._cursor = self._decoder = None
+        self._pieces: SnapshotPieces | None = None  # the snapshot, while it is being read
+        self._consistent: int | None = None  # the slot's consistent point (where streaming starts after it)
+        self._resume: dict | None = None  # a checkpoint's place inside the snapshot (seek)
         self._skipped = 0
         self._reconnected_at = 0.0  # once in 5 s at most: a connection that keeps breaking fails the source
 
@@ -139,10 +158,15 @@ class PostgresCdcReader:
 
     @property
     def position(self) -> dict:
+        if self._pieces is not None:
+            return {"lsn": None, "snapshot": {"lsn": self._consistent, "after": self._pieces.after}}
+        if self._resume is not None and self._cursor is None:
+            return {"lsn": None, "snapshot": self._resume}
         return {"lsn": self.lsn}
 
     def seek(self, position: dict) -> None:
         self.lsn = position.get("lsn")
+        self._resume = position.get("snapshot") if self.lsn is None else None
 
     @property
     def skipped(self) -> int:
@@ -151,6 +175,8 @@ class PostgresCdcReader:
     def read(self) -> pa.Table:
         if self._cursor is None:
             return self._start()
+        if self._pieces is not None:
+            return self._next_piece()
         return self._stream()
 
     def checkpoint_complete(self, position: dict) -> None:
@@ -163,11 +189,17 @@ class PostgresCdcReader:
             self._send_confirm()
 
     def close(self) -> None:
+        self._disconnect()
+        if self.dead_letter is not None:
+            self.dead_letter.close()
+
+    def _disconnect(self) -> None:
+        if self._pieces is not None:
+            self._pieces.finish()
+            self._pieces = None
         if self._conn is not None and not self._conn.closed:
             self._conn.close()
         self._conn = self._cursor = None
-        if self.dead_letter is not None:
-            self.dead_letter.close()
 
     # -- starting --------------------------------------------------------------------------------------------
 
@@ -179,17 +211,20 @@ class PostgresCdcReader:
             with psycopg.connect(self.server.conninfo(), autocommit=True) as meta:
                 self._inspect(meta)
                 self._ensure_publication(meta)
-                snapshot = None
-                if self.lsn is None:
+                if self.lsn is None and self._resume is None:
                     self._drop_stale_slot(meta)
                     self._connect_replication()
-                    consistent, snapshot_name = self._create_slot()
+                    self._consistent, snapshot_name = self._create_slot()
                     if self.mode == "initial":
-                        snapshot = self._read_snapshot(meta, snapshot_name)
-                    self.lsn = consistent
+                        self._open_pieces(snapshot_name, None)
+                    else:
+                        self.lsn = self._consistent
                 else:
                     self._check_slot(meta)
                     self._connect_replication()
+                    if self._resume is not None:  # the checkpoint fell inside the snapshot
+                        self._consistent = self._resume["lsn"]
+                        self._open_pieces(None, self._resume.get("after"))
         except SourceError:
             self.close()
             raise
@@ -199,8 +234,10 @@ class PostgresCdcReader:
         except (psycopg.Error, psycopg2.Error) as e:  # e.g. no REPLICATION attribute, no free slot
             self.close()
             self._fail(f"PostgreSQL refused to read {self.where}: {error_text(e)}")
+        if self._pieces is not None:
+            return self._next_piece()
         self._start_replication()
-        return snapshot if snapshot is not None else self._empty()
+        return self._empty()
 
     def _inspect(self, meta) -> None:
         """Check what the server and the table must offer, and learn the columns' types."""
@@ -301,31 +338,31 @@ class PostgresCdcReader:
         _, consistent, snapshot_name, _ = self._cursor.fetchone()
         return parse_lsn(consistent), snapshot_name
 
-    def _read_snapshot(self, meta, snapshot_name: str) -> pa.Table:
-        from psycopg import sql
+    def _open_pieces(self, snapshot_name: str | None, after: list[str] | None) -> None:
+        import psycopg
 
-        select = ", ".join(quote_ident(c) for c in self.columns)
-        buffer = io.BytesIO()
-        meta.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self._pieces = SnapshotPieces(psycopg.connect(self.server.conninfo(), autocommit=True), self.schema_name,
+                                      self.table_name, list(self.columns), self.key, snapshot_name, after)
+
+    def _next_piece(self) -> pa.Table:
+        """The next piece of the snapshot (+I by key); after the last one, streaming starts."""
+        import psycopg
+
         try:
-            meta.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot_name)))
-            with meta.cursor().copy(f"COPY (SELECT {select} FROM {qualified(self.schema_name, self.table_name)}) "
-                                    "TO STDOUT (FORMAT csv)") as copy:
-                for block in copy:
-                    buffer.write(block)
-        finally:
-            meta.execute("COMMIT")
-        data = buffer.getvalue()
-        if not data:
+            piece = self._pieces.next_piece(self.batch_rows)
+        except psycopg.Error as e:
+            self.close()
+            self._fail(f"cannot read the snapshot of {self.where}: {error_text(e)}")
+        if self._pieces.done:
+            self._pieces = None
+            self._resume = None
+            self.lsn = self._consistent
+            self._start_replication()
+        rows = len(piece[self.columns[0]]) if piece else 0
+        if not rows:
             return self._empty()
-        raw = pacsv.read_csv(io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=self.columns,
-                                                                               block_size=1 << 24),
-                             convert_options=pacsv.ConvertOptions(
-                                 column_types={c: pa.string() for c in self.columns}, null_values=[""],
-                                 strings_can_be_null=True, quoted_strings_can_be_null=False))
-        ops = pa.array(np.full(raw.num_rows, INSERT, dtype=np.int8))
-        return self._convert([raw.column(c).combine_chunks() for c in self.columns], ops,
-                             [(raw.num_rows, self.lsn or 0)], snapshot=True)
+        ops = pa.array(np.full(rows, INSERT, dtype=np.int8))
+        return self._convert([piece[c] for c in self.columns], ops, [(rows, self._consistent or 0)], snapshot=True)
 
     def _start_replication(self) -> None:
         import psycopg2
@@ -357,7 +394,8 @@ class PostgresCdcReader:
         decoder = self._decoder
         deadline = time.monotonic() + _READ_BUDGET_S
         try:
-            while len(decoder.ops) < self.batch_rows and time.monotonic() < deadline:
+            # Committed rows count: a transaction larger than a batch is read whole (it is handed on whole).
+            while decoder.committed_rows < self.batch_rows and time.monotonic() < deadline:
                 message = self._cursor.read_message()
                 if message is None:
                     if not decoder.in_transaction and not decoder.ops:
@@ -380,12 +418,30 @@ class PostgresCdcReader:
         return table
 
     def _reconnect(self, error: Exception) -> None:
-        """The replication connection broke (the server restarted, a timeout): continue from our position."""
+        """The replication connection broke (its backend was terminated, the server restarted, a timeout):
+        stream again from our position, the end of the last transaction handed on (a transaction cut off
+        half-way is dropped and comes again whole). The server may take a moment to let the slot go, or
+        to come back: retried for ``_RECONNECT_S``; a connection that breaks again within 5 s of the
+        last reconnect fails the source."""
+        import psycopg
+
         if self._reconnected_at > time.monotonic() - 5:
             self._fail(f"lost the replication connection to {self.server.label}: {error_text(error)}")
+        self._disconnect()  # (the dead-letter file stays open)
+        deadline = time.monotonic() + _RECONNECT_S
+        while True:
+            try:
+                with psycopg.connect(self.server.conninfo(), autocommit=True) as meta:
+                    self._check_slot(meta)  # waits for the broken connection's hold on the slot to go
+                self._connect_replication()
+                break
+            except (psycopg.OperationalError, SourceError) as e:
+                if time.monotonic() > deadline:
+                    detail = str(e) if isinstance(e, SourceError) else connection_message(self.server, e)
+                    self._fail(f"lost the replication connection to {self.server.label} and could not "
+                               f"reconnect within {_RECONNECT_S:.0f} s: {detail}")
+                time.sleep(0.5)
         self._reconnected_at = time.monotonic()
-        self.close()
-        self._connect_replication()
         self._start_replication()
 
     # -- text -> Arrow ---------------------------------------------------------------------------------------

@@ -105,9 +105,8 @@ class WindowAggLogic(CountsLate, Logic):
         if fired == MIN_WATERMARK:
             return partial
         w = self.window
-        unit = w.slide if w.kind == "HOP" else w.size  # a pane's last window starts at its floor to this
         panes = partial.column(PANE).to_numpy()
-        late = pa.array(panes - (panes - w.offset) % unit + w.size + self.lateness <= self._reach(fired))
+        late = pa.array(w.last_end(panes) + self.lateness <= self._reach(fired))  # every window of the pane fired
         if not pc.any(late).as_py():
             return partial
         self.late_dropped += int(pc.sum(partial.column(ROWS_COLUMN).filter(late)).as_py())

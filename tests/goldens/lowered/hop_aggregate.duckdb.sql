@@ -25,8 +25,8 @@ WITH "n0" AS (
     "__file",
     "__row",
     "__wm",
-    "__ws",
-    "__ws" + 10000000 AS "__we"
+    "__each" AS "__ws",
+    "__each" + 10000000 AS "__we"
   FROM (
     SELECT
       "price",
@@ -52,9 +52,9 @@ WITH "n0" AS (
           ),
           5000000
         )
-      ) AS "__ws"
+      ) AS "__each"
     FROM "n1"
-  ) AS h
+  ) AS "h"
 ), "n3" AS (
   SELECT
     MAKE_TIMESTAMP("__ws") AS "window_start",

@@ -47,8 +47,8 @@ WITH `__scan0_files` AS (
     `__file`,
     `__row`,
     `__wm`,
-    `__ws`,
-    `__ws` + 10000000 AS `__we`
+    `__each` AS `__ws`,
+    `__each` + 10000000 AS `__we`
   FROM (
     SELECT
       `price`,
@@ -74,9 +74,9 @@ WITH `__scan0_files` AS (
           ),
           5000000
         )
-      ) AS `__ws`
+      ) AS `__each`
     FROM `n3`
-  ) AS h
+  ) AS `h`
 ), `n5` AS (
   SELECT
     TIMESTAMP_MICROS(`__ws`) AS `window_start`,
