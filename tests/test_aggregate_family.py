@@ -89,6 +89,20 @@ def test_window_aggregate_family_matches_duckdb(window, oracle_window):
     assert rows(got) == rows(want)
 
 
+def test_distinct_strings_in_a_window_aggregate_match_duckdb():
+    # COUNT(DISTINCT k) of a VARCHAR: its panes are folded over the distinct strings, not their numbers.
+    sql = """SELECT window_start, window_end, COUNT(DISTINCT k) AS dk, COUNT(DISTINCT k) FILTER (WHERE v > 0) AS dkp
+      FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND))
+      GROUP BY window_start, window_end"""
+    got = run_query(DDL, sql, {"ev": EV}, max_batch=30, seed=8)
+    want = duck("""SELECT ws, we, COUNT(DISTINCT k), COUNT(DISTINCT k) FILTER (WHERE v > 0) FROM (SELECT *,
+      time_bucket(INTERVAL '20 seconds', ts) AS ws, e AS we FROM (SELECT *, unnest(range(time_bucket(INTERVAL
+      '5 seconds', ts) + INTERVAL '5 seconds', time_bucket(INTERVAL '20 seconds', ts) + INTERVAL '20 seconds'
+      + INTERVAL '1 microsecond', INTERVAL '5 seconds')) AS e FROM ev)) GROUP BY ws, we""", ev=EV)
+    assert got.num_rows > 20
+    assert rows(got) == rows(want)
+
+
 def test_session_window_family_matches_duckdb():
     family = ("STDDEV_POP(price) AS sp, VAR_SAMP(v) AS vsv, BIT_OR(v) AS bo, BIT_XOR(v) AS bx, "
               "COUNT(*) FILTER (WHERE price > 5) AS nf, COUNT(DISTINCT v) AS cdv")

@@ -114,7 +114,8 @@ def fold_distinct(table: pa.Table, keys: list[str], value: str, folds: list[tupl
     specs = []
     for suffix, how, dtype in folds:
         name = f"__d_{suffix}"
-        distinct = distinct.append_column(name, distinct.column(value).cast(dtype))
+        column = distinct.column(value)  # a count counts the values of any type; the other folds need dtype
+        distinct = distinct.append_column(name, column if how == "count" else column.cast(dtype))
         specs.append((name, how))
     merged = group_merge(distinct, keys, specs)
     return merged.rename_columns(keys + [s for s, _, _ in folds])
