@@ -32,10 +32,11 @@ from ..grammar.diagnostics import did_you_mean
 from ..grammar.nested import struct_fields
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import FLOOR_CEIL_TO, floor_ceil_operand, format_timestamp
+from .aggregate_kinds import NAMES as AGGREGATE_NAMES
 from .bind.time_zone import LOCAL_TIME_CALLS, lower_local_time, lower_zoned_cast
 from .timeutil import node_span
 
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
+AGGREGATES = set(AGGREGATE_NAMES)  # the aggregate kinds (aggregate_kinds.py), for suggestions and completion
 
 # Every scalar function that works end to end (tests/test_functions.py), for suggestions and SHOW FUNCTIONS.
 SCALAR_FUNCTIONS = sorted({

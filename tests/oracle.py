@@ -124,6 +124,18 @@ def islands(gap_s: float, keys: str = "k", select: str = "", where: str = "TRUE"
     {select}"""
 
 
+def flink_int(stat: str, x: str) -> str:
+    """Flink's STDDEV/VAR of an integer column ``x`` (``stddev_pop``, ``var_samp`` ...), written out as DuckDB SQL.
+
+    Flink rewrites ``VAR_POP(x)`` to ``(SUM(x*x) - SUM(x)*SUM(x) / COUNT(x)) / COUNT(x)`` (the samples over
+    ``COUNT(x) - 1``), computed as DOUBLE, and gives the argument's type: the value truncated toward zero.
+    """
+    n = f"(COUNT({x}) - 1)" if stat.endswith("samp") else f"COUNT({x})"
+    var = f"((SUM({x} * {x}) - SUM({x}) * SUM({x}) / COUNT({x})) / {n})"
+    value = f"SQRT(GREATEST({var}, 0))" if stat.startswith("stddev") else var
+    return f"CASE WHEN {n} > 0 THEN CAST(TRUNC({value}) AS BIGINT) END"
+
+
 def rows(table: pa.Table, columns: list[str] | None = None) -> list[tuple]:
     """Rows as sorted tuples (floats rounded), for order-insensitive comparison."""
     if columns is not None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oracle import BASE, arrival_watermarks, duck, events, late_mask
+from oracle import BASE, arrival_watermarks, duck, events, flink_int, late_mask
 
 KEYS = ["k0", "k1", "k2", "k3"]
 
@@ -38,7 +38,7 @@ def _arrived(table: pa.Table, bound_s: float, shift_s: float = 0) -> pa.Table:
     A window operator drops an event from a window only when the window's end is at or below it."""
     shift = dt.timedelta(seconds=shift_s)
     wms = arrival_watermarks([t + shift for t in table.column("ts").to_pylist()], bound_s)
-    return table.append_column("wm", pa.array(wms, pa.timestamp("us")))
+    return _with_seq(table.append_column("wm", pa.array(wms, pa.timestamp("us"))))
 
 
 def _with_seq(table: pa.Table) -> pa.Table:
@@ -229,6 +229,13 @@ CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 +
                   INTERVAL '5 seconds')) AS i, k, wm FROM {instants}) WHERE {open} GROUP BY ALL)""".format(
     instants=INSTANTS, open=OPEN.format(end="i"))
 
+FAMILY = ("STDDEV_POP(price) AS sp, VAR_SAMP(price) AS vs, STDDEV_SAMP(v) AS ssv, VAR_POP(v) AS vpv, "
+          "BIT_AND(v) AS ba, BIT_OR(v) AS bo, BIT_XOR(v) AS bx, SUM(DISTINCT v) AS sdv, AVG(DISTINCT v) AS adv, "
+          "COUNT(*) FILTER (WHERE price > 5) AS nf, SUM(v) FILTER (WHERE price < 3) AS sf")
+ORACLE_FAMILY = (f"STDDEV_POP(price), VAR_SAMP(price), {flink_int('stddev_samp', 'v')}, {flink_int('var_pop', 'v')}, "
+                 "BIT_AND(v), BIT_OR(v), BIT_XOR(v), SUM(DISTINCT v), TRUNC(AVG(DISTINCT v))::BIGINT, "
+                 "COUNT(*) FILTER (WHERE price > 5), SUM(v) FILTER (WHERE price < 3)")
+
 SHAPES = [
     Shape("filter_project_functions", "SELECT k, v * 2 AS v2, UPPER(k) AS uk, v10, ts FROM s WHERE v > 10",
           "SELECT k, v * 2, upper(k), v * 10, ts FROM s_all WHERE v > 10"),
@@ -330,6 +337,38 @@ SHAPES = [
     Shape("aggregate_of_a_table", "SELECT rate > 50 AS high, COUNT(*) AS n, SUM(rate) AS total FROM t "
           "GROUP BY rate > 50",
           f"SELECT rate > 50, COUNT(*), SUM(rate) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
+    Shape("aggregate_family", f"SELECT k, {FAMILY} FROM s GROUP BY k",
+          f"SELECT k, {ORACLE_FAMILY} FROM s_all GROUP BY k"),
+    Shape("aggregate_family_tumble", "SELECT window_start, k, " + FAMILY + " FROM TABLE(TUMBLE(TABLE s, "
+          "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k",
+          f"SELECT {tumble(10)} AS ws, k, {ORACLE_FAMILY} FROM s_arr WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} "
+          "GROUP BY ws, k"),
+    Shape("aggregate_family_of_a_table", "SELECT rate % 4 AS b, STDDEV_POP(rate) AS sp, BIT_OR(rate) AS bo, "
+          "BIT_XOR(rate) AS bx, SUM(DISTINCT rate) AS sd, COUNT(*) FILTER (WHERE rate > 50) AS nf FROM t "
+          "GROUP BY rate % 4",
+          f"SELECT rate % 4, {flink_int('stddev_pop', 'rate')}, BIT_OR(rate), BIT_XOR(rate), SUM(DISTINCT rate), "
+          f"COUNT(*) FILTER (WHERE rate > 50) FROM ({final_state('t_changes', 'rate')}) GROUP BY ALL"),
+    Shape("ordered_aggregates", "SELECT k, FIRST_VALUE(v) AS fv, LAST_VALUE(price) AS lp, "
+          "LISTAGG(CAST(v AS STRING), ';') AS lv FROM s GROUP BY k",
+          "SELECT k, arg_min(v, CASE WHEN v IS NOT NULL THEN seq END), arg_max(price, seq), "
+          "string_agg(CAST(v AS VARCHAR), ';' ORDER BY seq) FROM s_all GROUP BY k"),
+    Shape("ordered_aggregates_tumble", "SELECT window_start, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, "
+          "LISTAGG(k) AS lk FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY window_start, window_end, k",
+          f"SELECT {tumble(10)} AS ws, k, arg_min(price, seq), arg_max(v, CASE WHEN v IS NOT NULL THEN seq END), "
+          f"string_agg(k, ',' ORDER BY seq) FROM s_arr WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} "
+          "GROUP BY ws, k"),
+    Shape("grouping_sets_rollup", "SELECT k, v % 3 AS m, GROUPING(k, v % 3) AS g, COUNT(*) AS n, SUM(v) AS sv, "
+          "STDDEV_POP(price) AS sp FROM s GROUP BY ROLLUP (k, v % 3)",
+          "SELECT k, v % 3, GROUPING(k, v % 3), COUNT(*), SUM(v), STDDEV_POP(price) FROM s_all GROUP BY ROLLUP (k, v % 3)"),
+    Shape("grouping_sets_cube_having", "SELECT k, v % 2 AS m, COUNT(*) AS n FROM s GROUP BY CUBE (k, v % 2) "
+          "HAVING COUNT(*) > 20",
+          "SELECT k, v % 2, COUNT(*) FROM s_all GROUP BY CUBE (k, v % 2) HAVING COUNT(*) > 20"),
+    Shape("grouping_sets_window", "SELECT window_start, window_end, k, GROUPING(k) AS g, COUNT(*) AS n, "
+          "MAX(price) AS hi FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY window_start, window_end, GROUPING SETS ((k), ())",
+          f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, GROUPING(k), COUNT(*), MAX(price) FROM s_arr "
+          f"WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ws, GROUPING SETS ((k), ())"),
     Shape("dedup_first", "SELECT k, v, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn "
           "FROM s) WHERE rn = 1",
           "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts, seq) = 1"),

@@ -154,6 +154,13 @@ QUERIES = {
                   SECOND)) GROUP BY window_start, window_end, k EMIT CHANGES""",
     "lateness": """SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
                    GROUP BY window_start, window_end ALLOWED LATENESS INTERVAL '5' SECOND""",
+    "ordered_window": """SELECT window_start, k, FIRST_VALUE(v) AS fv, LISTAGG(CAST(v AS STRING)) AS lv, BIT_OR(v) AS bo
+                         FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))
+                         GROUP BY window_start, window_end, k""",
+    "ordered_group": """SELECT k, LAST_VALUE(price) AS lp, LISTAGG(k) AS lk, STDDEV_POP(price) AS sp,
+                        SUM(DISTINCT v) AS sd FROM ev GROUP BY k""",
+    "grouping_sets": """SELECT window_start, k, GROUPING(k) AS g, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev,
+                        DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, ROLLUP (k)""",
     "self_join": """SELECT a.k, a.v, b.v AS bv FROM ev a JOIN ev b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1'
                     SECOND AND a.ts""",
 }

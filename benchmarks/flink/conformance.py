@@ -207,6 +207,14 @@ def tvf(kind: str, source: str, *args: str) -> str:
 
 S10, S5, S15, M1 = "INTERVAL '10' SECOND", "INTERVAL '5' SECOND", "INTERVAL '15' SECOND", "INTERVAL '1' MINUTE"
 GROUP_W = "GROUP BY window_start, window_end"
+WELFORD = ("Flink 2.3 computes STDDEV/VAR with Welford's update, row by row in arrival order (its VAR_SAMP of a "
+           "DOUBLE gives 2326.9999999999995 where the exact value is 2327); dsms adds up sums and sums of squares "
+           "per batch (the formula Flink documents): the last bits differ, which truncating an INT result turns "
+           "into 1 (2326 vs 2327) and cancellation into 1e-8 relative (10.7794847 vs 10.7794848)")
+AGG_FAMILY = """STDDEV_POP(price) AS sp, STDDEV_SAMP(price) AS ss, VAR_POP(price) AS vp, VAR_SAMP(price) AS vs,
+  STDDEV_POP(v) AS spv, VAR_SAMP(v) AS vsv, SUM(DISTINCT v) AS sdv, AVG(DISTINCT v) AS adv, MAX(DISTINCT price) AS mdp,
+  COUNT(DISTINCT v) AS cdv, COUNT(*) FILTER (WHERE price > 5) AS nf, SUM(v) FILTER (WHERE price < 3) AS sf,
+  COUNT(DISTINCT v) FILTER (WHERE v > 0) AS dvf, MIN(price) FILTER (WHERE v IS NULL OR v < 0) AS mf"""
 
 SUM_INT = "SUM of an INT column is INT in Flink (it can overflow), BIGINT in dsms (docs/sql.md says so)"
 AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires: runtime/operators/window_agg.py "
@@ -435,6 +443,33 @@ CASES = [
                       CAST(TO_TIMESTAMP_LTZ(id * 1000, 0) AS STRING) AS from_epoch,
                       CAST(CAST(ts AS TIMESTAMP(3)) AS TIMESTAMP_LTZ(3)) = ts AS round_trip
                FROM evz WHERE id % 10 = 0"""},
+    # The aggregate family (planner/aggregate_kinds.py): STDDEV/VAR, DISTINCT, FILTER, GROUPING SETS.
+    {"name": "aggfam_group", "known": {"types": SUM_INT},
+     "sql": f"""SELECT k, {AGG_FAMILY} FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_tumble", "known": {"types": SUM_INT, "rows": WELFORD},
+     "sql": f"""SELECT window_start, window_end, k, {AGG_FAMILY} FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "aggfam_hop_filter",
+     "sql": f"""SELECT window_start, window_end, COUNT(*) FILTER (WHERE v > 0) AS pos,
+                       MAX(price) FILTER (WHERE k = 'k1') AS mp1, VAR_SAMP(price) AS vs
+                FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
+    {"name": "aggfam_updating_table", "known": {"types": SUM_INT},
+     "sql": """SELECT label, COUNT(*) AS n, SUM(DISTINCT rate) AS sdr, VAR_POP(rate) AS vr, STDDEV_SAMP(rate) AS sr,
+                      MAX(rate) FILTER (WHERE rate > 10) AS mr FROM rates GROUP BY label"""},
+    {"name": "aggfam_grouping_sets_window",
+     "sql": f"""SELECT window_start, window_end, k, GROUPING(k) AS g, COUNT(*) AS n, MAX(price) AS mp,
+                       STDDEV_POP(price) AS sp FROM {tvf('TUMBLE', 'ev', S10)}
+                GROUP BY window_start, window_end, GROUPING SETS ((k), ())"""},
+    {"name": "aggfam_rollup_group",
+     "sql": """SELECT k, MOD(v, 3) AS m, GROUPING(k, MOD(v, 3)) AS g, COUNT(*) AS n, MIN(price) AS mn
+               FROM ev2 GROUP BY ROLLUP (k, MOD(v, 3))"""},
+    {"name": "aggfam_ordered_group",
+     "sql": """SELECT k, FIRST_VALUE(v) AS fv, LAST_VALUE(price) AS lp, LISTAGG(url) AS lu, LISTAGG(k, '|') AS lk
+               FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_ordered_tumble",
+     "sql": f"""SELECT window_start, window_end, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, LISTAGG(url, ';') AS lu
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "aggfam_cube_table",
+     "sql": "SELECT label, MOD(rate, 2) AS odd, COUNT(*) AS n, MAX(rate) AS mx FROM rates GROUP BY CUBE (label, MOD(rate, 2))"},
     {"name": "nexmark_q5_window_join",
      "sql": f"""SELECT AuctionBids.k, AuctionBids.num, AuctionBids.starttime
                 FROM (SELECT k, COUNT(*) AS num, window_start AS starttime, window_end AS endtime

@@ -125,8 +125,8 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
     timed = scans_under_event_time(root)
     other: set[int] = set()
 
-    def visit(node: L.Node, clean: bool, seen: set) -> None:
-        key = (id(node), clean)
+    def visit(node: L.Node, clean: bool, seen: set, timed_above: bool) -> None:
+        key = (id(node), clean, timed_above)
         if key in seen:
             return
         seen.add(key)
@@ -135,14 +135,15 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
                 other.add(id(node))
             return
         # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
-        # how they interleave: the scans below judge at the source, against their own watermark.
+        # how they interleave: the scans below judge at the source, against their own watermark. A union
+        # that no event-time operator reads (GROUPING SETS of window aggregates) passes its rows on as they are.
         judged = judge(node)
-        below = clean and (len(node.inputs) <= 1 or judged) and (
-            judged or not uses_event_time(node) or _reads_a_window_judge(node))
+        fans_in = len(node.inputs) > 1 and not judged and not (isinstance(node, L.Union) and not timed_above)
+        below = clean and not fans_in and (judged or not uses_event_time(node) or _reads_a_window_judge(node))
         for child in node.inputs:
-            visit(child, below, seen)
+            visit(child, below, seen, timed_above or uses_event_time(node))
 
-    visit(root, True, set())
+    visit(root, True, set(), False)
     return timed - other
 
 

@@ -12,9 +12,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar.dialect import GroupWindow
+from ..aggregate_kinds import COUNT, NAMES, AggregateKind, AggregateTypeError, is_aggregate, kind_of
 from ..analysis.window_aggregate import as_window_aggregate
 from ..logical import nodes as L
-from ..types import is_numeric, sum_type, unique_name
+from ..types import unique_name
 from ..windows import WINDOW_KINDS, window_kind
 from .context import BindContext, require_boolean
 from .expressions import Scope, bind_scalar, col, infer_type, passthrough
@@ -24,41 +25,14 @@ _GROUP_WINDOW_HELPERS = {"START": "window_start", "END": "window_end", "ROWTIME"
 
 
 def has_aggregate(tree: exp.Expression) -> bool:
-    return any(isinstance(n, exp.AggFunc) for n in tree.walk())
+    return any(is_aggregate(n) for n in tree.walk())
 
 
 def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None, having: exp.Having | None,
                       ctx: BindContext):
     group_items = list(group.expressions) if group is not None else []
-
-    # GROUP BY TUMBLE(ts, size): a window TVF under the aggregate, grouped by its bounds.
-    windows = [g for g in group_items if isinstance(g, GroupWindow)]
-    if len(windows) > 1:
-        raise ctx.error("only one group window is allowed in GROUP BY", windows[1])
-    if windows:
-        gw = windows[0]
-        group_items = [g for g in group_items if g is not gw]
-        node, scope = _apply_group_window(node, scope, gw, group_items, ctx)
-        group_items = [exp.column(c) for c in L.WINDOW_COLUMNS] + group_items
-        items = [_replace_window_helpers(i, gw, ctx) for i in items]
-        having = _replace_window_helpers(having, gw, ctx) if having is not None else None
-
-    # Group keys may name SELECT aliases or positions, as in DuckDB.
-    aliases = {i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias)}
-    keys_bound: list[exp.Expression] = []
-    for g in group_items:
-        if isinstance(g, exp.Literal) and not g.is_string:
-            pos = int(g.name)
-            if not 1 <= pos <= len(items):
-                raise ctx.error(f"GROUP BY position {pos} is out of range", g)
-            target = items[pos - 1]
-            g = target.this if isinstance(target, exp.Alias) else target
-        elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and \
-                not any(c.name.lower() == g.name.lower() for c in scope.columns):
-            g = aliases[g.name.lower()]
-        b = bind_scalar(g, scope, ctx.source, clause="GROUP BY")
-        if b not in keys_bound:
-            keys_bound.append(b)
+    node, scope, group_items, items, having = _group_window(node, scope, group_items, items, having, ctx)
+    keys_bound = _bind_keys(group_items, items, scope, ctx)
 
     # Bind the SELECT items and HAVING over the input scope, aggregates allowed.
     bound_items = [_alias_like(i, bind_scalar(i.this if isinstance(i, exp.Alias) else i, scope, ctx.source,
@@ -74,30 +48,8 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
         pre.append((name, k))
         key_names.append(name)
 
-    agg_nodes: list[exp.AggFunc] = []
-    for tree in bound_items + ([bound_having] if bound_having is not None else []):
-        for n in tree.walk():
-            if isinstance(n, exp.AggFunc) and n not in agg_nodes:
-                if any(isinstance(a, exp.AggFunc) for a in n.walk() if a is not n):
-                    raise ctx.error("aggregate functions cannot be nested", n)
-                agg_nodes.append(n)
-
-    calls: list[L.AggCall] = []
-    out_names = list(key_names)
-    for j, a in enumerate(agg_nodes):
-        func, arg, distinct = _agg_parts(a, ctx)
-        arg_name = None
-        if arg is not None:
-            existing = next((n for n, e in pre if e == arg), None)
-            arg_name = existing or passthrough(arg) or unique_name(f"arg{j}", taken + [n for n, _ in pre])
-            if existing is None:
-                if any(n == arg_name for n, _ in pre):
-                    arg_name = unique_name(arg_name, [n for n, _ in pre] + taken)
-                pre.append((arg_name, arg))
-        name = unique_name(f"agg{j}", out_names + taken)
-        out_names.append(name)
-        arg_type = infer_type(arg, node.schema, ctx.source) if arg is not None else None
-        calls.append(L.AggCall(func, arg_name, distinct, name, _agg_type(func, arg_type, a, ctx)))
+    agg_nodes = _aggregate_calls(bound_items + ([bound_having] if bound_having is not None else []), ctx)
+    calls = _bind_calls(agg_nodes, node, pre, taken, key_names, ctx)
 
     if not pre:  # COUNT(*) alone: the rows still need a column to be counted by
         pre.append((unique_name("__unit", taken), exp.Literal.number(1)))
@@ -117,6 +69,83 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
         require_boolean(post_having, agg.schema, having.this, ctx)
     post_scope = Scope.of(agg.schema, None)
     return agg, post_scope, post_items, post_having
+
+
+def _group_window(node: L.Node, scope: Scope, group_items, items, having, ctx: BindContext):
+    """GROUP BY TUMBLE(ts, size): a window TVF under the aggregate, grouped by its bounds."""
+    windows = [g for g in group_items if isinstance(g, GroupWindow)]
+    if len(windows) > 1:
+        raise ctx.error("only one group window is allowed in GROUP BY", windows[1])
+    if not windows:
+        return node, scope, group_items, items, having
+    gw = windows[0]
+    group_items = [g for g in group_items if g is not gw]
+    node, scope = _apply_group_window(node, scope, gw, group_items, ctx)
+    group_items = [exp.column(c) for c in L.WINDOW_COLUMNS] + group_items
+    items = [_replace_window_helpers(i, gw, ctx) for i in items]
+    having = _replace_window_helpers(having, gw, ctx) if having is not None else None
+    return node, scope, group_items, items, having
+
+
+def _bind_keys(group_items, items, scope: Scope, ctx: BindContext) -> list[exp.Expression]:
+    """The bound GROUP BY keys; they may name SELECT aliases or positions, as in DuckDB."""
+    aliases = {i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias)}
+    keys_bound: list[exp.Expression] = []
+    for g in group_items:
+        if isinstance(g, exp.Literal) and not g.is_string:
+            pos = int(g.name)
+            if not 1 <= pos <= len(items):
+                raise ctx.error(f"GROUP BY position {pos} is out of range", g)
+            target = items[pos - 1]
+            g = target.this if isinstance(target, exp.Alias) else target
+        elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and \
+                not any(c.name.lower() == g.name.lower() for c in scope.columns):
+            g = aliases[g.name.lower()]
+        b = bind_scalar(g, scope, ctx.source, clause="GROUP BY")
+        if b not in keys_bound:
+            keys_bound.append(b)
+    return keys_bound
+
+
+def _aggregate_calls(trees: list[exp.Expression], ctx: BindContext) -> list[exp.Expression]:
+    """The distinct aggregate calls in ``trees`` (with their FILTER clause, if any), in order."""
+    found: list[exp.Expression] = []
+    for tree in trees:
+        for n in tree.walk():
+            if isinstance(n, exp.Filter) and not is_aggregate(n.this):
+                raise ctx.error("FILTER (WHERE ...) applies to aggregate functions only", n)
+            unit = isinstance(n, exp.Filter) or (is_aggregate(n) and not isinstance(n.parent, exp.Filter))
+            if not unit or n in found:  # a call with its FILTER is one unit
+                continue
+            call = n.this if isinstance(n, exp.Filter) else n
+            if any(is_aggregate(a) for a in n.walk() if a is not call and a is not n):
+                raise ctx.error("aggregate functions cannot be nested", n)
+            found.append(n)
+    return found
+
+
+def _bind_calls(agg_nodes, node: L.Node, pre: list, taken: list[str], out_names: list[str],
+                ctx: BindContext) -> list[L.AggCall]:
+    """An AggCall per aggregate call; their arguments are added to the projection ``pre``."""
+    out_names = list(out_names)
+    calls: list[L.AggCall] = []
+    for j, a in enumerate(agg_nodes):
+        kind, arg, distinct = agg_parts(a, ctx)
+        if isinstance(a, exp.Filter):
+            require_boolean(arg.args["ifs"][0].this, node.schema, a.expression, ctx)
+        arg_name = None
+        if arg is not None:
+            existing = next((n for n, e in pre if e == arg), None)
+            arg_name = existing or passthrough(arg) or unique_name(f"arg{j}", taken + [n for n, _ in pre])
+            if existing is None:
+                if any(n == arg_name for n, _ in pre):
+                    arg_name = unique_name(arg_name, [n for n, _ in pre] + taken)
+                pre.append((arg_name, arg))
+        name = unique_name(f"agg{j}", out_names + taken)
+        out_names.append(name)
+        arg_type = infer_type(arg, node.schema, ctx.source) if arg is not None else None
+        calls.append(L.AggCall(kind, arg_name, distinct, name, agg_type(kind, arg_type, a, ctx), arg_type))
+    return calls
 
 
 def _alias_like(original: exp.Expression, bound: exp.Expression) -> exp.Expression:
@@ -145,7 +174,7 @@ def _over_aggregate(tree, key_map, agg_map, ctx: BindContext, at: exp.Expression
         for k, name in key_map:
             if node == k:
                 return col(name)
-        if isinstance(node, exp.AggFunc):
+        if is_aggregate(node) or isinstance(node, exp.Filter):
             for a, name in agg_map:
                 if node == a:
                     return col(name)
@@ -171,44 +200,57 @@ def _find_column(tree: exp.Expression, name: str) -> exp.Expression:
     return next((c for c in tree.find_all(exp.Column) if c.name.lower() == name.lower()), tree)
 
 
-def _agg_parts(a: exp.AggFunc, ctx: BindContext) -> tuple[str, exp.Expression | None, bool]:
-    funcs = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
-    func = next((f for cls, f in funcs.items() if type(a) is cls), None)
-    if func is None:
-        raise ctx.error(f"aggregate {a.sql_name()} is not supported", a, help="use COUNT, SUM, AVG, MIN or MAX")
-    arg = a.this
-    distinct = False
-    if isinstance(arg, exp.Distinct):
-        if len(arg.expressions) != 1:
-            raise ctx.error("DISTINCT aggregates take one argument", a)
-        distinct, arg = True, arg.expressions[0]
-    if func == "count" and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
-        return "count", None, False
-    if arg is None:
-        raise ctx.error(f"{func.upper()} needs an argument", a)
-    if distinct and func in ("min", "max"):
-        distinct = False  # MIN/MAX of distinct values is the same.
-    if distinct and func != "count":
-        raise ctx.error(f"{func.upper()}(DISTINCT ...) is not supported", a, help="COUNT(DISTINCT x) is")
-    return func, arg, distinct
+def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.Expression | None, bool]:
+    """The kind, argument and DISTINCT of an aggregate call; ``agg(x) FILTER (WHERE c)`` is ``agg(CASE WHEN c
+    THEN x END)``: every aggregate skips NULLs (``COUNT(*)`` becomes a count of ``CASE WHEN c THEN 1 END``)."""
+    condition = None
+    if isinstance(a, exp.Filter):
+        condition = a.expression.this if isinstance(a.expression, exp.Where) else a.expression
+        a = a.this
+    kind, arg = _kind_and_argument(a, ctx)
+    arg, distinct = _distinct(kind, arg, a, ctx)
+    if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
+        arg = None if condition is None else exp.Literal.number(1)
+    elif arg is None:
+        raise ctx.error(f"{kind.name} needs an argument", a)
+    if condition is not None:
+        arg = exp.Case(ifs=[exp.If(this=condition, true=arg)])
+    return kind, arg, distinct
 
 
-def _agg_type(func: str, arg_type: pa.DataType | None, node: exp.Expression, ctx: BindContext) -> pa.DataType:
-    if func == "count":
-        return pa.int64()
-    assert arg_type is not None
-    if func in ("sum", "avg") and not is_numeric(arg_type):
-        raise ctx.error(f"{func.upper()} needs a numeric argument, not {arg_type}", node)
-    if func == "sum":
-        return sum_type(arg_type)
-    if func == "avg":
-        # As in Flink, the average of an integer column is an integer (truncated).
-        if pa.types.is_integer(arg_type):
-            return arg_type
-        if pa.types.is_decimal(arg_type):
-            return pa.decimal128(38, max(arg_type.scale, 6))
-        return pa.float64()
-    return arg_type
+def _kind_and_argument(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.Expression | None]:
+    kind = kind_of(a)
+    if isinstance(a, exp.Grouping):
+        raise ctx.error("GROUPING(...) needs a GROUP BY that names its arguments", a)
+    if kind is None:
+        raise ctx.error(f"aggregate {a.sql_name() if not isinstance(a, exp.Anonymous) else a.name} is not supported",
+                        a, help="use one of " + ", ".join(NAMES))
+    args = list(a.expressions) if isinstance(a, exp.Anonymous) else [e for e in [a.this] if e is not None]
+    try:
+        return kind.with_arguments(args[1:]), (args[0] if args else None)
+    except AggregateTypeError as e:
+        raise ctx.error(str(e), a) from None
+
+
+def _distinct(kind: AggregateKind, arg, a: exp.Expression, ctx: BindContext) -> tuple[exp.Expression | None, bool]:
+    """The argument without DISTINCT, and whether DISTINCT changes the aggregate (not for MIN/MAX)."""
+    if not isinstance(arg, exp.Distinct):
+        return arg, False
+    if len(arg.expressions) != 1:
+        raise ctx.error("DISTINCT aggregates take one argument", a)
+    if not kind.takes_distinct and not kind.distinct_is_same:
+        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a,
+                        help="DISTINCT works with COUNT, SUM, AVG, MIN and MAX")
+    return arg.expressions[0], kind.takes_distinct
+
+
+def agg_type(kind: AggregateKind, arg_type: pa.DataType | None, node: exp.Expression,
+             ctx: BindContext) -> pa.DataType:
+    """The aggregate's result type (Flink's), or a Diagnostic on ``node`` if the argument does not fit."""
+    try:
+        return kind.result_type(arg_type)
+    except AggregateTypeError as e:
+        raise ctx.error(str(e), node) from None
 
 
 def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, others: list[exp.Expression],
@@ -230,15 +272,29 @@ def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, others: lis
 
 
 def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext) -> None:
-    """As in Flink, a session window's PARTITION BY keys must be grouped by."""
+    """As in Flink, a session window's PARTITION BY keys must be grouped by; its aggregates cannot be ordered."""
     w = agg
     while isinstance(w, L.Project):
         w = w.input
-    if isinstance(w, L.WindowAggregate) and w.window.partition_by:
+    if not isinstance(w, L.WindowAggregate):
+        return
+    if w.window.type.merging:
+        _refuse_ordered_aggregates(w, at, ctx)
+    if w.window.partition_by:
         missing = [k for k in w.window.partition_by if k not in w.keys]
         if missing:
             raise ctx.error(f"the {w.window.kind} window is partitioned by {', '.join(missing)}, which must also be in "
                             "GROUP BY", at, help=f"add {', '.join(missing)} to GROUP BY")
+
+
+def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, ctx: BindContext) -> None:
+    """Merging windows (sessions) merge in time order, so an aggregate in arrival order has no meaning there."""
+    ordered = [a for a in w.aggs if a.kind.ordered]
+    if ordered:
+        sliced = "/".join(k.name for k in WINDOW_KINDS.values() if not k.merging)
+        raise ctx.error(f"{ordered[0].kind.name} is not supported in a {w.window.kind} window", at,
+                        help=f"its windows merge in time order, not arrival order: use MIN/MAX of (time, value) "
+                             f"in a subquery, or a {sliced} window")
 
 
 def _replace_window_helpers(tree: exp.Expression, gw: GroupWindow, ctx: BindContext) -> exp.Expression:

@@ -43,6 +43,7 @@ from .cql import (
 from .emit import bind_emit_clause, resolve_emit
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 from .from_clause import bind_relation, bind_values, common_type
+from .grouping_sets import bind_grouping_sets, has_grouping_sets
 from .join import bind_joins
 from .match_recognize import bind_match_recognize
 from .over import bind_over, finish_ranks, has_over, merge_rank_filter
@@ -154,19 +155,27 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
                         help="use [RANGE size SLIDE size] for per-instant aggregates")
     if slide is not None:
         items, group = with_instant(items, group, aggregated)
-    if aggregated:
-        node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
-        if having_cond is not None:
-            node = L.Filter(node, having_cond)
-        node = _project(node, scope, items, ctx, prebound=True)
-    else:
-        node = _project(node, scope, items, ctx)
+    node = _bind_aggregated(node, scope, items, group, having, ctx) if aggregated else \
+        _project(node, scope, items, ctx)
     if select.args.get("distinct") is not None:
         # SELECT DISTINCT is a group aggregate on every selected column.
         node = L.Aggregate(node, tuple(node.schema.names), ())
     node = bind_emit_clause(node, select.args.get("emit"), ctx)
     node = as_relation(node, slide) if slide is not None else node
     return bind_order_limit(node, select, ctx)
+
+
+def _bind_aggregated(node: L.Node, scope: Scope, items: list, group, having, ctx: BindContext) -> L.Node:
+    """The SELECT list of an aggregating query: GROUP BY (or GROUPING SETS, ROLLUP, CUBE), HAVING."""
+    if group is not None and (has_grouping_sets(group) or
+                              any(i.find(exp.Grouping) for i in items + [having] if i is not None)):
+        return bind_grouping_sets(node, scope, items, group, having, ctx,
+                                  lambda agg, post_scope, post_items: _project(agg, post_scope, post_items, ctx,
+                                                                               prebound=True))
+    node, scope, items, having_cond = bind_aggregation(node, scope, items, group, having, ctx)
+    if having_cond is not None:
+        node = L.Filter(node, having_cond)
+    return _project(node, scope, items, ctx, prebound=True)
 
 
 def _bind_subqueries_and_over(node: L.Node, scope: Scope, items: list, select: exp.Select, ctx: BindContext):

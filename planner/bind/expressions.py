@@ -16,6 +16,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from ...grammar import Diagnostic, SqlError
 from ...grammar.diagnostics import did_you_mean
 from ...grammar.dialect import Descriptor, Dsms, GroupWindow, WindowTVF
+from ..aggregate_kinds import is_aggregate
 from ..functions import AGGREGATES, check_function, lower_functions
 from ..timeutil import node_span
 from ..types import Field, InvalidType, Schema, from_sql_type
@@ -145,7 +146,10 @@ def _check_tree(tree: exp.Expression, source: str | None, allow_aggregates: bool
                                       node_span(node), source))
         if isinstance(node, exp.Window):
             raise SqlError(Diagnostic("OVER windows are not supported here", node_span(node), source))
-        if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous) and node.name.upper() in AGGREGATES):
+        if isinstance(node, exp.Filter) and not is_aggregate(node.this):
+            raise SqlError(Diagnostic("FILTER (WHERE ...) applies to aggregate functions only", node_span(node),
+                                      source))
+        if is_aggregate(node) or (isinstance(node, exp.Anonymous) and node.name.upper() in AGGREGATES):
             if not allow_aggregates:
                 raise SqlError(Diagnostic(f"aggregate functions are not allowed in {clause}", node_span(node), source))
         elif isinstance(node, exp.Func):

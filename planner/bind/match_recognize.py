@@ -21,11 +21,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar.match_recognize import PatternError, parse_pattern
+from ..aggregate_kinds import KINDS
 from ..logical import nodes as L
 from ..logical.match import ALL_ROWS, PREV, MatchRecognize, SkipTo, is_nav, nav, nav_parts
 from ..timeutil import interval_micros
 from ..types import Field, Schema, unique_name
-from .aggregate import _agg_type
+from .aggregate import agg_type
 from .context import BindContext, require_boolean
 from .expressions import Scope, bind_scalar, col, infer_type, output_name
 
@@ -35,6 +36,8 @@ _UNSUPPORTED = {"CLASSIFIER": "CLASSIFIER() is not supported (nor in Flink)",
                 "MATCH_PROCTIME": "MATCH_PROCTIME() is not supported: dsms matches on event time",
                 "NEXT": "NEXT() is not supported (nor in Flink): a condition sees the rows up to the current one",
                 "RUNNING": "RUNNING is not supported"}
+
+_KINDS = {k.name: k for k in KINDS}  # the aggregates a measure may take, by name
 
 
 def bind_match_recognize(node: L.Node, scope: Scope, mr: exp.MatchRecognize, ctx: BindContext) -> tuple[L.Node, Scope]:
@@ -269,7 +272,7 @@ def _measure_type(bound: exp.Expression, schema: Schema, ctx: BindContext) -> pa
             return node
         how, _, arg, _ = nav_parts(node)
         arg_type = infer_type(arg, schema, ctx.source) if arg is not None else None
-        dtype = arg_type if how in ("FIRST", "LAST") else _agg_type(how.lower(), arg_type, node, ctx)
+        dtype = arg_type if how in ("FIRST", "LAST") else agg_type(_KINDS[how], arg_type, node, ctx)
         name = f"__nav{len(fields)}"
         fields.append(Field(name, dtype))
         return col(name)

@@ -25,13 +25,14 @@ from ..logical.over import OverAggregate, OverCall, OverFrame
 from ..logical.rank import Rank, TopN
 from ..timeutil import interval_micros, node_span
 from ..types import unique_name
-from .aggregate import Unnamed, _agg_parts, _agg_type
+from .aggregate import Unnamed, agg_parts, agg_type
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, col, infer_type, passthrough
 from .over_functions import bind_window_function, check_row_number_alone, is_window_function, rank_as_over
 
 # The numbering functions a Top-N filters on, by their logical name (logical/rank.py RANK_FUNCTIONS).
 RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+_OVER_HELP = "use COUNT, SUM, AVG, MIN, MAX, LAG, FIRST_VALUE, LAST_VALUE, ROW_NUMBER, RANK or DENSE_RANK"
 
 
 def _fname(w: exp.Window) -> str:
@@ -84,18 +85,22 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
                                               lambda: _schema_of(node, pre), scope, ctx))
             names[id(w)] = out
             continue
+        if isinstance(func, exp.Filter):
+            raise ctx.error("FILTER (WHERE ...) is not supported over a window", func,
+                            help="filter in a subquery, or use CASE WHEN inside the aggregate")
         if not isinstance(func, exp.AggFunc):
             raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
-                            "over a window", func, help="use COUNT, SUM, AVG, MIN, MAX, LAG, FIRST_VALUE, LAST_VALUE, "
-                                 "ROW_NUMBER, RANK or DENSE_RANK")
-        name, arg, distinct = _agg_parts(func, ctx)
+                            "over a window", func, help=_OVER_HELP)
+        kind, arg, distinct = agg_parts(func, ctx)
+        if not kind.in_over:
+            raise ctx.error(f"{kind.name} is not supported over a window", func, help=_OVER_HELP)
         if distinct:
             raise ctx.error("DISTINCT aggregates are not supported over a window", func)
         arg_name = column_for(arg) if arg is not None else None
         arg_type = infer_type(col(arg_name), _schema_of(node, pre), ctx.source) if arg_name else None
         out = unique_name(f"__over{j}", taken)
         taken.append(out)
-        calls.append(L.AggCall(name, arg_name, False, out, _agg_type(name, arg_type, func, ctx)))
+        calls.append(L.AggCall(kind, arg_name, False, out, agg_type(kind, arg_type, func, ctx), arg_type))
         names[id(w)] = out
     if node.changelog == L.UPDATING:
         raise ctx.error("OVER aggregates need an append-only input (a stream)", windows[0])

@@ -28,6 +28,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar import SqlError
+from ..aggregate_kinds import COUNT as AGG_COUNT
 from ..logical import nodes as L
 from ..logical.join import Join
 from ..types import Field, unique_name
@@ -122,7 +123,8 @@ def _membership(node: L.Node, scope: Scope, pred: exp.In, negated: bool, ctx: Bi
     if value_nullable or sub.schema.find(VALUE).nullable:
         # SQL: x NOT IN (set) is TRUE only when no element equals x and none is NULL (or the set is empty).
         counts = L.Aggregate(sub, tuple(_key(i) for i in range(len(pairs))), (
-            L.AggCall("count", None, False, COUNT, pa.int64()), L.AggCall("count", VALUE, False, NON_NULL, pa.int64())))
+            L.AggCall(AGG_COUNT, None, False, COUNT, pa.int64()),
+            L.AggCall(AGG_COUNT, VALUE, False, NON_NULL, pa.int64(), sub.schema.find(VALUE).type)))
         joined, more = _left(joined, counts, keyed[1:], f"null-aware anti join ({what}: NULL counts)")
         n, nv = col(more[COUNT]), col(more[NON_NULL])
         empty = exp.EQ(this=exp.Coalesce(this=n, expressions=[exp.Literal.number(0)]), expression=exp.Literal.number(0))

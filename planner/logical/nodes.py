@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 from sqlglot import exp
 
+from ..aggregate_kinds import AggregateKind
 from ..catalog import SourceDef
 from ..timeutil import format_duration
 from ..types import TIMESTAMP, TIMESTAMP_LTZ, Field, Schema
@@ -89,17 +90,32 @@ class EmitPolicy:
 
 @dataclass(frozen=True)
 class AggCall:
-    """One aggregate: ``func(arg)`` over an input field, named ``name``."""
+    """One aggregate: ``kind(arg)`` over an input field, named ``name`` (kinds: planner/aggregate_kinds.py)."""
 
-    func: str  # count | sum | avg | min | max
+    kind: AggregateKind
     arg: str | None  # input field; None for COUNT(*)
     distinct: bool
     name: str
     type: pa.DataType
+    arg_type: pa.DataType | None = None
+
+    @property
+    def func(self) -> str:
+        """The aggregate's name in lower case (``count``, ``stddev_pop``), as EXPLAIN shows it."""
+        return self.kind.name.lower()
+
+    @property
+    def keeps_values(self) -> bool:
+        """Whether its state is the set of distinct values (DISTINCT that changes the result)."""
+        return self.distinct and self.kind.takes_distinct
+
+    def partials(self, retracting: bool = False):
+        """Its partial columns (aggregate_kinds.Partial); ``retracting``: with those kept for retractions."""
+        return tuple(p for p in self.kind.partials(self.arg_type) if retracting or not p.retract_only)
 
     def describe(self) -> str:
         inner = "*" if self.arg is None else (("DISTINCT " if self.distinct else "") + self.arg)
-        return f"{self.func.upper()}({inner}) AS {self.name}"
+        return f"{self.kind.name}({inner}) AS {self.name}"
 
 
 @dataclass(frozen=True, eq=False)

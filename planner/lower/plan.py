@@ -181,6 +181,13 @@ def _expressions(value):
             yield from _expressions(v)
 
 
+def _in_source_order(node: L.Node) -> bool:
+    """Whether a node's rows map one to one to a stream's rows, so the batch routes have their source order."""
+    while isinstance(node, (L.Project, L.Filter, L.WindowTVF)):
+        node = node.input
+    return isinstance(node, L.Scan) and node.changelog == L.APPEND
+
+
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
     for n in L.walk(root):
         if isinstance(n, MatchRecognize):
@@ -218,6 +225,13 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
     duckdb_only = duckdb_only_call(root) if route == "spark" else None
     if duckdb_only is not None:
         raise _refuse(route, *duckdb_only)
+    for n in L.walk(root):
+        ordered = [a for a in n.aggs if a.kind.ordered] if isinstance(n, (L.Aggregate, L.WindowAggregate)) else []
+        if ordered and (streaming or not _in_source_order(n.input)):
+            raise _refuse(route, f"compute {ordered[0].kind.name} in {n.label()}",
+                          "its value depends on the order rows arrive in, which the batch routes know only for "
+                          "the rows of one source read as they are (not after a join, a union, an aggregate or "
+                          "a table's changes, nor in a streaming run)")
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",

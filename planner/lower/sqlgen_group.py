@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from ..aggregate_kinds import SEQ
 from ..logical.nodes import AggCall
-from ..types import Schema, sum_type
+from ..types import Schema
 from ..vocabulary import OP, ChangeOp
 from .sqlgen_ttl import group_agg_ttl, now_variable
 from .sqltree import (
@@ -42,6 +43,7 @@ from .sqltree import (
     op_column,
     q,  # noqa: F401 - (the modules still writing text take it from here)
     render,
+    row_number,
     same,
     select_from,
     sign,
@@ -80,10 +82,16 @@ def _when(cond: exp.Expression, then: exp.Expression, default: exp.Expression | 
 
 
 class _Aggregates:
-    """The accumulator columns, their per-batch deltas and merges, and each aggregate's output expression."""
+    """The accumulator columns, their per-batch deltas and merges, and each aggregate's output expression.
+
+    How an aggregate keeps its state follows from its kind (planner/aggregate_kinds.py): partials that are
+    counts and sums are signed accumulators; the others keep a log of the values (in arrival order for the
+    ordered kinds) and are recomputed over its live values for the keys a batch touches.
+    """
 
     def __init__(self, op_id: int, keys: list[str], input_schema: Schema, signed: exp.Expression):
         self.op_id, self.keys, self.schema, self.signed = op_id, keys, input_schema, signed
+        self.d = f"__d_{op_id}"
         self.columns: list[tuple[str, pa.DataType | str]] = []  # accumulators after the keys and __cnt
         self.delta: list[exp.Expression] = [exp.alias_(_sum(exp.column("__sg")), "__cnt")]
         self.merged: list[exp.Expression] = [exp.alias_(_add(exp.func("COALESCE", exp.column("__cnt", "o"), lit(0)),
@@ -96,59 +104,104 @@ class _Aggregates:
         self.logs: list[str] = []
 
     def add(self, i: int, a: AggCall) -> None:
-        arg = col(a.arg) if a.arg else None
-        func = "count_distinct" if a.func == "count" and a.distinct else a.func
-        c, s = f"__c{i}", f"__s{i}"
-        if func in ("count", "sum", "avg") and arg is not None:  # the non-NULL values, signed
-            self.columns.append((c, pa.int64()))
-            nulls = _when(exp.Is(this=arg.copy(), expression=exp.Null()), lit(0), exp.column("__sg"))
-            self.delta.append(exp.alias_(_sum(nulls), c))
-            self.merged.append(exp.alias_(_add(exp.func("COALESCE", exp.column(c, "o"), lit(0)), exp.column(c, "d")), c))
-        if func in ("sum", "avg"):
-            st = sum_type(self.schema.find(a.arg).type)
-            self.columns.append((s, st))
-            self.delta.append(exp.alias_(_sum(exp.Mul(this=cast(arg.copy(), st), expression=exp.column("__sg"))), s))
-            total = _add(exp.func("COALESCE", exp.column(s, "o"), lit(0)), exp.func("COALESCE", exp.column(s, "d"), lit(0)))
-            self.merged.append(exp.alias_(cast(total, st), s))
-        n_c, n_s = exp.column(c, "n"), exp.column(s, "n")
-        if func == "count":
-            out: exp.Expression = exp.column("__cnt", "n") if arg is None else n_c
-        elif func == "sum":
-            out = _when(_positive(n_c), n_s)
-        elif func == "avg":  # an integer AVG truncates, as in Flink
-            div = exp.IntDiv if pa.types.is_integer(a.type) else exp.Div
-            out = _when(_positive(n_c), div(this=n_s, expression=n_c.copy()))
+        if a.kind.retracts_by_sign and not a.keeps_values:
+            out = self._signed(i, a)
+        elif a.kind.ordered:
+            out = self._ordered_log(i, a)
         else:
-            out = self._multiset(i, func, arg)
+            out = self._multiset(i, a)
         self.outputs.append((out, a.type))
 
-    def _multiset(self, i: int, func: str, arg: exp.Expression) -> exp.Expression:
-        """MIN, MAX and COUNT(DISTINCT): a log of (keys, value, count) per key; the result over its live values."""
-        log, result, d = f"__ms_{self.op_id}_{i}", f"__m_{self.op_id}_{i}", f"__d_{self.op_id}"
-        keys = self.keys
+    def _signed(self, i: int, a: AggCall) -> exp.Expression:
+        """Signed accumulators (counts and sums): a retraction subtracts what its row added."""
+        arg = col(a.arg) if a.arg else None
+        parts = {}
+        for p in a.partials(retracting=True):
+            name = f"__a{i}{p.suffix}"
+            parts[p.suffix] = exp.column(name, "n")
+            self.columns.append((name, p.type))
+            if arg is None:
+                signed: exp.Expression = exp.column("__sg")
+            elif p.first == "count":  # the non-NULL values
+                signed = _when(exp.Is(this=arg.copy(), expression=exp.Null()), lit(0), exp.column("__sg"))
+            else:
+                signed = exp.Mul(this=cast(p.value(arg), p.type), expression=exp.column("__sg"))
+            self.delta.append(exp.alias_(_sum(signed), name))
+            total = _add(exp.func("COALESCE", exp.column(name, "o"), lit(0)),
+                         exp.func("COALESCE", exp.column(name, "d"), lit(0)))
+            self.merged.append(exp.alias_(cast(total, p.type), name))
+        return a.kind.final(parts, a.type)
+
+    def _log(self, log: str, a: AggCall, extra: list[tuple[str, pa.DataType | str]]) -> exp.Column:
+        """A log table of (keys, value, ``extra``) for aggregate ``a``; its argument as a column."""
         self.logs.append(log)
-        self.setup.append(create_table(log, [(k, self.schema.find(k).type) for k in keys] +
-                                       [("__v", self.schema.find(arg.name).type), ("__n", pa.int64())]))
+        self.setup.append(create_table(log, [(k, self.schema.find(k).type) for k in self.keys] +
+                                       [("__v", a.arg_type)] + extra))
+        return col(a.arg)
+
+    def _per_key(self, result: str, value: exp.Expression, live: exp.Expression) -> exp.Column:
+        """``result``: per key of the batch, ``value`` over its ``live`` rows (an aggregate of nothing where it has
+        none: COUNT gives 0); joined to the new state by key."""
+        keys, d = self.keys, self.d
+        reduced = select_from(d, "d", *cols(keys, "d"), exp.alias_(value, "__r")).join(
+            sub(live, "live"), on=same("d", "live", keys), join_type="left")
+        if keys:
+            reduced = reduced.group_by(*cols(keys, "d"))
+        self.multiset_steps.append(create_temp(result, reduced))
+        self.multiset_joins.append((result, same("n", result, keys)))
+        return exp.column("__r", result)
+
+    def _multiset(self, i: int, a: AggCall) -> exp.Expression:
+        """MIN, MAX, DISTINCT ...: a log of (keys, value, count) per key; the result over its live values."""
+        log, keys = f"__ms_{self.op_id}_{i}", self.keys
+        arg = self._log(log, a, [("__n", pa.int64())])
         self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
                                                            exp.alias_(_sum(exp.column("__sg")), "__n"))
                                           .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
                                           .group_by(*cols(keys), arg.copy())))
-        reduce = {"min": exp.Min, "max": exp.Max, "count_distinct": exp.Count}[func](this=exp.column("__v"))
-        live = select_from(log, "m", *cols(keys, "m"), exp.column("__v", "m")) \
-            .join(table(d, "d"), on=same("m", "d", keys), join_type="semi") \
+        live = select_from(log, "m", *cols(keys, "m"), exp.column("__v", "m"),
+                           exp.alias_(_sum(exp.column("__n", "m")), "__n")) \
+            .join(table(self.d, "d"), on=same("m", "d", keys), join_type="semi") \
             .group_by(*cols(keys, "m"), exp.column("__v", "m")) \
             .having(_positive(_sum(exp.column("__n", "m"))))
-        reduced = select_from(sub(live, "live"), None, *cols(keys), exp.alias_(reduce, "__r"))
-        if keys:
-            reduced = reduced.group_by(*cols(keys))
-        self.multiset_steps.append(create_temp(result, reduced))
-        self.multiset_joins.append((result, same("n", result, keys)))
+        reduce = a.kind.over_multiset(exp.column("__v", "live"), exp.column("__n", "live"), a.arg_type, a.type,
+                                      a.distinct)
         group = [*cols(keys), exp.column("__v")]
         self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True, expression=select_from(
             log, None, *group, exp.alias_(_sum(exp.column("__n")), "__n")).group_by(*[g.copy() for g in group])
             .having(exp.NEQ(this=_sum(exp.column("__n")), expression=lit(0)))))
-        found = exp.column("__r", result)
-        return exp.func("COALESCE", found, lit(0)) if func == "count_distinct" else found
+        return self._per_key(f"__m_{self.op_id}_{i}", reduce, live)
+
+    def _ordered_log(self, i: int, a: AggCall) -> exp.Expression:
+        """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (keys, value, arrival number, +1 or -1) per aggregate.
+
+        A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
+        ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
+        """
+        log, keys = f"__ol_{self.op_id}_{i}", self.keys
+        arg = self._log(log, a, [(SEQ, pa.int64()), ("__n", pa.int64())])
+        self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
+                                                           col(SEQ), exp.alias_(exp.column("__sg"), "__n"))
+                                          .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))))
+        touched = select_from(log, "m", star("m")).join(table(self.d, "d"), on=same("m", "d", keys),
+                                                         join_type="semi")
+        value = a.kind.over_ordered(exp.column("__v", "live"), col(SEQ, "live"), a.type)
+        self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True,
+                                       expression=_live_occurrences(table(log, "m"), keys)))
+        return self._per_key(f"__m_{self.op_id}_{i}", value, _live_occurrences(sub(touched, "m"), keys))
+
+
+def _live_occurrences(source: exp.Expression, keys: list[str]) -> exp.Select:
+    """The +1 rows of an ordered log (``source``, aliased ``m``) that no retraction took away: per value, as
+    many of its earliest occurrences are gone as it has -1 rows."""
+    value = [*cols(keys), exp.column("__v")]
+    added = exp.Paren(this=_positive(exp.column("__n")))
+    rank = row_number([*value, added], [asc(col(SEQ))])
+    retracted = _when(exp.LT(this=exp.column("__n"), expression=lit(0)), lit(1), lit(0))
+    gone = exp.Window(this=_sum(retracted), partition_by=[v.copy() for v in value])
+    numbered = exp.select(star("m"), exp.alias_(rank, "__rk"), exp.alias_(gone, "__gone")).from_(source)
+    return select_from(sub(numbered, "o"), None, exp.Star(except_=[exp.column("__rk"), exp.column("__gone")])) \
+        .where(exp.and_(_positive(exp.column("__n")), exp.GT(this=exp.column("__rk"), expression=exp.column("__gone"))))
 
 
 def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,

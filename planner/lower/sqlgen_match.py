@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
-from ..bind.aggregate import _agg_type
+from ..aggregate_kinds import AVG
 from ..bind.expressions import infer_type
 from ..logical.match import ALL_ROWS, PREV, MatchRecognize, is_nav, nav_parts
 from ..types import Schema, sum_type
@@ -87,7 +87,7 @@ def _nav_sql(node: exp.Expression, schema: Schema, time: str) -> exp.Expression:
         text = f"(list({a} ORDER BY {time}, {SEQ}){where})[{index}]"  # match order: time, then arrival
     elif how == "AVG":
         arg_type = infer_type(arg, schema)
-        out = _agg_type("avg", arg_type, node, None)
+        out = AVG.result_type(arg_type)
         if pa.types.is_integer(out):
             st = sql_type(sum_type(arg_type))
             text = f"CAST(CAST(sum({a}){where} AS {st}) // NULLIF(count({a}){where}, 0) AS {sql_type(out)})"

@@ -36,7 +36,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..logical.nodes import AggCall
-from ..types import Schema, sum_type
+from ..types import Schema
 from .sqltree import alias, asc, call, cast, col, cols, lit, render, same, select_from, star, sub
 
 S, E = "__s", "__e"
@@ -49,27 +49,27 @@ class Partial(NamedTuple):
     sql: exp.Expression  # per event
     merge: str  # how partials merge: sum | min | max
     type: pa.DataType
-    source: tuple[str, str | None]  # per event without SQL: ("one", None) | ("valid", arg) | ("column", arg)
+    source: tuple[str, str | None]  # per event without SQL: ("one", None) | ("valid", arg) | ("column", arg);
+    #                                 ("sql", None): only the SQL makes it (a square)
 
 
 def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
-    """Per aggregate, its partial columns."""
+    """Per aggregate, its partial columns, as one value per event (named as physical_window.partial_agg names
+    them)."""
     out = []
     for i, a in enumerate(aggs):
-        arg = col(a.arg) if a.arg else None
-        if a.func == "count" and a.distinct:
+        if a.keeps_values:
             continue  # the argument is kept as a grouping column
-        if a.func == "count":
-            one = cast(lit(1), pa.int64()) if arg is None else cast(_valid(arg), pa.int64())
-            out.append(Partial(f"__p{i}", one, "sum", pa.int64(), ("one", None) if arg is None else ("valid", a.arg)))
-        elif a.func == "sum":
-            out.append(Partial(f"__p{i}", cast(arg, a.type), "sum", a.type, ("column", a.arg)))
-        elif a.func == "avg":
-            st = sum_type(schema.find(a.arg).type)
-            out.append(Partial(f"__p{i}s", cast(arg, st), "sum", st, ("column", a.arg)))
-            out.append(Partial(f"__p{i}c", cast(_valid(arg), pa.int64()), "sum", pa.int64(), ("valid", a.arg)))
-        else:
-            out.append(Partial(f"__p{i}", arg, a.func, schema.find(a.arg).type, ("column", a.arg)))
+        arg = col(a.arg) if a.arg else None
+        for p in a.partials():
+            name = f"__p{i}{p.suffix}"
+            if arg is None:
+                out.append(Partial(name, cast(lit(1), pa.int64()), p.merge, pa.int64(), ("one", None)))
+            elif p.first == "count":
+                out.append(Partial(name, cast(_valid(arg), pa.int64()), p.merge, pa.int64(), ("valid", a.arg)))
+            else:
+                out.append(Partial(name, cast(p.value(arg), p.type), p.merge, p.type,
+                                   ("sql", None) if p.square else ("column", a.arg)))
     return out
 
 
@@ -93,6 +93,8 @@ def direct_rows(picks: tuple[tuple[str, str], ...] | None, time_col: str, partia
     sources = {S: ("start", time_col), E: ("end", time_col)}
     for p in partials or ():
         how, arg = p.source
+        if how == "sql":
+            return None
         if how == "column" and not _widens(schema.find(arg).type, p.type):
             return None
         sources[p.name] = p.source

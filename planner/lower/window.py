@@ -32,10 +32,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from .. import windows
+from ..aggregate_kinds import FOLD
 from ..logical import nodes as L
-from ..types import sum_type
 from .sql import (
+    FILE,
     ORDER,
+    ROW,
     add,
     alias,
     and_,
@@ -110,7 +112,7 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.type.merging else []) + [c(k) for k in node.keys]
     items = window_columns(node.window) + [c(k) for k in node.keys] + \
-        [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+        [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
     if src.ordered and not w.type.merging:  # each row counts in the windows still open when it arrived
         query = query.where(open_window(c(WE)))
@@ -138,7 +140,8 @@ STREAM_ONLY = "stream_only"
 
 def lower_aggregate(lw, node: L.Aggregate):
     src = lw.rel(node.input)
-    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema), a.name) for a in node.aggs]
+    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name)
+                                         for a in node.aggs]
     query = exp.select(*items).from_(lw.use(src))
     if node.keys:
         query = query.group_by(*[c(k) for k in node.keys])
@@ -149,8 +152,17 @@ def lower_aggregate(lw, node: L.Aggregate):
     return lw.add(query, node.schema.names)
 
 
-def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.Expression:
-    """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it)."""
+def arrival(src) -> exp.Expression | None:
+    """The rows' arrival order as one number (file, then row), for FIRST_VALUE, LAST_VALUE and LISTAGG."""
+    if not src.ordered:
+        return None
+    return exp.Add(this=exp.Mul(this=cast(c(FILE), pa.int64()), expression=lit(10 ** 12)), expression=c(ROW))
+
+
+def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None,
+              seq: exp.Expression | None = None) -> exp.Expression:
+    """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it; ``seq``:
+    the arrival order, for the aggregates that read it)."""
 
     def agg(func: exp.Expression) -> exp.Expression:
         if over is None:
@@ -159,18 +171,11 @@ def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None) -> exp.E
         w.set("this", func)
         return w
 
-    arg = c(a.arg) if a.arg else None
-    if a.func == "count":
-        if arg is None:
-            return agg(exp.Count(this=exp.Star()))
-        return agg(exp.Count(this=exp.Distinct(expressions=[arg]) if a.distinct else arg))
-    if a.func in ("min", "max"):
-        return cast(agg((exp.Min if a.func == "min" else exp.Max)(this=arg)), a.type)
-    if a.func == "sum":
-        return cast(agg(exp.Sum(this=arg)), a.type)
-    # avg: the sum over the count of non-NULL values, as the runtime computes it
-    total = cast(agg(exp.Sum(this=arg)), sum_type(schema.find(a.arg).type))
-    count = exp.Nullif(this=agg(exp.Count(this=arg.copy())), expression=lit(0))
-    if pa.types.is_integer(a.type):
-        return cast(exp.IntDiv(this=total, expression=count), a.type)  # truncates toward zero, as Flink
-    return cast(exp.Div(this=cast(total, pa.float64()), expression=count), a.type)
+    if a.arg is None:  # COUNT(*)
+        return agg(exp.Count(this=exp.Star()))
+    if a.kind.ordered:  # lower/plan.py refuses these where the rows have no source order
+        return a.kind.over_ordered(c(a.arg), seq, a.type)
+    value = a.kind.over_values(c(a.arg), a.arg_type, a.type, a.distinct)
+    if over is None:
+        return value
+    return value.transform(lambda n: agg(n) if n.meta.get(FOLD) else n)

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
+from ..aggregate_kinds import SEQ, fold
 from ..logical import nodes as L
 from ..logical.over import OverAggregate
 from ..logical.rank import TopN, window_end_column
@@ -19,7 +20,7 @@ from ..lower.sqlgen_over import over_sql
 from ..lower.sqlgen_session import direct_rows, partial_columns, session_sql, session_state_schema
 from ..lower.sqlgen_topn import dedup_sql, global_topn_sql, window_topn_sql
 from ..lower.sqlgen_ttl import partition_touch, partition_ttl
-from ..lower.sqltree import cols, render, select_from, sub
+from ..lower.sqltree import alias, cast, col, cols, render, select_from, sub
 from ..types import Schema
 from .specs import BATCH, OP, PartialAgg
 
@@ -48,11 +49,11 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner: exp
         schema = Schema(tuple(f for f in schema if f.name in keep))
         inner = select_from(sub(inner, "r"), None, *cols(f.name for f in schema))
     else:
-        distinct = [a.arg for a in node.aggs if a.distinct and a.arg not in node.keys]
+        distinct = [a.arg for a in node.aggs if a.keeps_values and a.arg not in node.keys]
         group = tuple(dict.fromkeys([k for k in node.keys if k not in partition] + distinct))
         keys = node.keys
         partials = partial_columns(node.aggs, schema)
-        aggs = tuple(_partial_agg(i, a) for i, a in enumerate(node.aggs))
+        aggs = tuple(partial_agg(i, a) for i, a in enumerate(node.aggs))
         emit = node.emit
     state_schema = session_state_schema(partition, group, partials, schema)
     direct = direct_rows(picks, w.time_col, partials, state_schema, schema)
@@ -67,13 +68,27 @@ def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner: exp
     return fields
 
 
-def _partial_agg(i: int, a: L.AggCall) -> PartialAgg:
-    if a.func == "count" and a.distinct:
-        return PartialAgg("count_distinct", a.name, a.type, ((a.arg, "distinct"),))
-    if a.func == "avg":
-        return PartialAgg("avg", a.name, a.type, ((f"__p{i}s", "sum"), (f"__p{i}c", "sum")))
-    how = a.func if a.func in ("min", "max") else "sum"
-    return PartialAgg(a.func, a.name, a.type, ((f"__p{i}", how),))
+def partial_agg(i: int, a: L.AggCall) -> PartialAgg:
+    """How aggregate ``i`` is split into partial columns (``__p<i><suffix>``) and merged."""
+    if a.keeps_values:
+        return PartialAgg(a.kind, a.name, a.type, (), a.arg, a.arg_type)
+    parts = tuple((f"__p{i}{p.suffix}", p.merge, p.suffix) for p in a.partials())
+    return PartialAgg(a.kind, a.name, a.type, parts, None, a.arg_type)
+
+
+def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
+    """The per-batch partial columns of aggregate ``i`` (none for DISTINCT: its argument is grouped by)."""
+    if a.keeps_values:
+        return []
+    arg = col(a.arg) if a.arg else None
+    if a.kind.ordered:  # in arrival order: the operator numbers the rows
+        ordered = a.kind.batch_items(arg, col(SEQ))
+        return [alias(cast(ordered[p.suffix], p.type), f"__p{i}{p.suffix}") for p in a.partials()]
+    items = []
+    for p in a.partials():
+        folded = exp.Count(this=exp.Star()) if arg is None else fold(p.first, p.value(arg))
+        items.append(alias(cast(folded, p.type), f"__p{i}{p.suffix}"))
+    return items
 
 
 def over_fields(node: OverAggregate, needed: set[str], event_time: bool = True) -> dict:

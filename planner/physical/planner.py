@@ -37,12 +37,12 @@ from ..lower import sqlgen as S
 from ..lower.sqlgen_emit import emit_sql
 from ..lower.sqlgen_group import group_agg_sql
 from ..timeutil import parse_duration
-from ..types import Schema, sum_type
+from ..types import Schema
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from ..windows import floor_to
 from .match_specs import MatchRecognizeOp, match_fields
 from .plan_joins import JoinPlanning
-from .plan_window import over_fields, session_fields, time_kinds, topn_fields
+from .plan_window import over_fields, partial_agg, partial_items, session_fields, time_kinds, topn_fields
 from .sort_specs import LimitOp, TemporalSortOp
 from .specs import (
     OP,
@@ -51,7 +51,6 @@ from .specs import (
     CalcOp,
     GroupAggOp,
     OpSpec,
-    PartialAgg,
     PhysicalPlan,
     SourceOp,
     UnionOp,
@@ -209,6 +208,8 @@ class _Planner(JoinPlanning):
     def plan_Union(self, node: L.Union) -> int:
         inputs = tuple(self.op_for(i) for i in node.inputs)
         columns = tuple(tuple(n.schema.names) for n in node.inputs)  # aligned by rules/prune_columns.py
+        if node.changelog == L.UPDATING:  # the changes of updating inputs go on as they are; the others insert
+            columns = tuple(c + ((OP,) if n.changelog == L.UPDATING else ()) for c, n in zip(columns, node.inputs))
         return self.add(UnionOp, node, inputs, node.label(), input_columns=columns)
 
     def plan_LateScan(self, node: LateScan) -> int:
@@ -252,7 +253,8 @@ class _Planner(JoinPlanning):
         return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
 
     def group_aggregate(self, node: L.Aggregate) -> int:
-        chain, base = self.chain_below(node.input)
+        numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
+        chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
         if not chain:
             base = node.input
         base_id = self.op_for(base)
@@ -261,7 +263,7 @@ class _Planner(JoinPlanning):
                             S.chain_sql(chain), node.ttl)
         return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
-                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest)
+                        ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest, numbered=numbered)
 
     def session(self, node: L.WindowAggregate | L.WindowTVF) -> int:
         chain, base = self.chain_below(node.input)
@@ -283,40 +285,20 @@ class _Planner(JoinPlanning):
                                "window aggregates need an append-only input (a stream)")
         if node.window.type.merging:
             return self.session(node)
-        chain, base = self.chain_below(node.input)
+        numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
+        chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
         if not chain:
             base = node.input
         base_id = self.op_for(base)
         inner = S.chain_sql(chain)
-        schema = node.input.schema
         w = node.window
         pane = exp.alias_(floor_to(S.epoch_us(col(w.time_col)), w.pane, w.offset), PANE, quoted=True)
         keys = [col(k) for k in node.keys]
-        distinct = sorted({a.arg for a in node.aggs if a.distinct})
+        distinct = sorted({a.arg for a in node.aggs if a.keeps_values})
         items: list[exp.Expression] = [pane, *keys, *[col(d) for d in distinct if d not in node.keys]]
-        aggs: list[PartialAgg] = []
+        aggs = tuple(partial_agg(i, a) for i, a in enumerate(node.aggs))
         for i, a in enumerate(node.aggs):
-            parts: list[tuple[str, str]] = []
-            arg = col(a.arg) if a.arg else None
-            if a.func == "count" and a.distinct:
-                parts.append((a.arg, "distinct"))
-            elif a.func == "count":
-                parts.append((f"__p{i}", "sum"))
-                items.append(exp.alias_(exp.Count(this=arg if arg is not None else exp.Star()), f"__p{i}", quoted=True))
-            elif a.func == "sum":
-                parts.append((f"__p{i}", "sum"))
-                items.append(exp.alias_(S.cast(exp.Sum(this=arg), a.type), f"__p{i}", quoted=True))
-            elif a.func == "avg":
-                partial_sum_type = sum_type(schema.find(a.arg).type)
-                parts += [(f"__p{i}s", "sum"), (f"__p{i}c", "sum")]
-                items.append(exp.alias_(S.cast(exp.Sum(this=arg), partial_sum_type), f"__p{i}s", quoted=True))
-                items.append(exp.alias_(exp.Count(this=arg.copy()), f"__p{i}c", quoted=True))
-            else:  # min, max
-                parts.append((f"__p{i}", a.func))
-                cls = exp.Min if a.func == "min" else exp.Max
-                items.append(exp.alias_(cls(this=arg), f"__p{i}", quoted=True))
-            func = "count_distinct" if a.distinct else a.func
-            aggs.append(PartialAgg(func, a.name, a.type, tuple(parts)))
+            items += partial_items(i, a)
         group = exp.Group(expressions=[exp.Literal.number(i + 1) for i in range(1 + len(keys) + len(
             [d for d in distinct if d not in node.keys]))])
         # how many events each partial row holds: late ones are counted
@@ -325,7 +307,7 @@ class _Planner(JoinPlanning):
         partial.set("group", group)
         fields = dict(window=w, keys=node.keys, aggs=tuple(aggs), partial_sql=S.render(partial),
                       distinct_columns=tuple(d for d in distinct if d not in node.keys),
-                      processing_time=self.processing_time)
+                      processing_time=self.processing_time, numbered=numbered)
         if node.emit.updating:
             identity = ("window_start", "window_end", *node.keys)
             sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from ..aggregate_kinds import AggregateKind
 from ..catalog import SourceDef
 from ..logical.nodes import WindowSpec
 from ..vocabulary import OP  # noqa: F401 - the changelog column of updating streams (codes: vocabulary.ChangeOp)
@@ -88,14 +89,20 @@ class CalcOp(OpSpec):
 class PartialAgg:
     """How one aggregate is split: partial columns per batch, merged when a window closes.
 
-    ``partials`` are (column, merge function) pairs computed by the partial
-    SQL; ``final`` says how the output is derived from the merged partials.
+    ``partials`` are (partial column, merge, suffix) triples computed by the
+    partial SQL and merged by ``merge`` (``sum``, ``min``, ``max``,
+    ``bit_and`` ...); the kind derives the output from the merged partials
+    by suffix (``AggregateKind.final_arrow``). A DISTINCT aggregate has no
+    partial columns: its argument ``distinct`` is a grouping column of the
+    partials, and the kind's partials are folded over its distinct values.
     """
 
-    func: str  # count | sum | avg | min | max | count_distinct
+    kind: AggregateKind
     name: str  # output column
     type: pa.DataType
-    partials: tuple[tuple[str, str], ...]  # (partial column, merge: sum | min | max | distinct)
+    partials: tuple[tuple[str, str, str], ...]  # (partial column, merge, suffix)
+    distinct: str | None = None
+    arg_type: pa.DataType | None = None
 
 
 ROWS_COLUMN = "__rows"  # a window aggregate's partial rows: how many events each holds
@@ -116,6 +123,7 @@ class WindowAggOp(OpSpec):
     partial_sql: str = ""  # per batch: __pane, keys, distinct columns, partial columns
     distinct_columns: tuple[str, ...] = ()
     processing_time: bool = False  # windows on processing time fire at their end (event time: at window_time)
+    numbered: bool = False  # rows get an arrival number (aggregate_kinds.SEQ) before the partial SQL
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,7 @@ class GroupAggOp(DuckStateOp):
     ttl_us: int = 0  # SET 'state.ttl': keys not written for this long are dropped (lower/sqlgen_ttl.py)
     expire: tuple[str, ...] = ()  # drop the keys last written at or before now - ttl_us
     oldest: str = ""  # the oldest last-written time held
+    numbered: bool = False  # rows get an arrival number (aggregate_kinds.SEQ) before the statements run
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.specs import CalcOp
+from ...planner.physical.specs import OP, CalcOp
+from ...planner.vocabulary import ChangeOp
 from ..duck import conform
 from .base import Env, Logic
 
@@ -38,4 +39,6 @@ class UnionLogic(Logic):
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if self.columns:
             batch = batch.select(list(self.columns[port]))
+        if batch.num_columns < len(self.schema):  # an append-only input of an updating union: its rows insert
+            batch = batch.append_column(OP, pa.repeat(pa.scalar(int(ChangeOp.INSERT), pa.int8()), batch.num_rows))
         return [conform(batch.rename_columns(self.schema.names), self.schema)]

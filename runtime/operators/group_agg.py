@@ -21,6 +21,7 @@ import pyarrow as pa
 from ...planner.physical.specs import GroupAggOp
 from ..duck import conform
 from .base import DuckStateLogic, Env
+from .partial_merge import numbered
 from .ttl import StateTtl
 
 # Merge the multiset logs after this many batches.
@@ -32,10 +33,13 @@ class GroupAggLogic(DuckStateLogic):
         super().__init__(spec, env)
         self.batches = 0
         self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None
+        self.seq = env.state.value(spec.id, "seq", 0) if spec.numbered else None
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if self.ttl is not None:
             self.ttl.before_batch()
+        if self.seq is not None:
+            batch = numbered(batch, self.seq)
         out = self.duck.run_all(self.spec.per_batch, batch)
         self.batches += 1
         if self.spec.compact and self.batches % COMPACT_EVERY == 0:

@@ -52,9 +52,10 @@ from ...planner.physical.stream_specs import SessionOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
+from .partial_merge import group_merge
 from .session_merge import E, Islands, KeyFilter, S, int_keys, keyed_islands, partition_ids, sorted_islands
 from .source import int64_values
-from .window_agg import _final
+from .window_agg import final_column
 
 DEAD = -(2**63)  # the end of a session taken out of its run: below every watermark
 MAX_RUNS = 8
@@ -69,8 +70,7 @@ class SessionLogic(CountsLate, Logic):
         self.out_schema = pa.schema([f for f in spec.schema if f.name != "__op"])
         self.emitted = EmitTable(spec.emit_sql, env, spec.id, spec.schema) if spec.emit_sql else None
         self.keep_us = spec.emit.lateness_us if self.emitted is not None else 0  # closed sessions stay mergeable
-        self.merges = [(c, how) for a in spec.aggs for c, how in a.partials if how != "distinct"]
-        self.merges += [(a.partials[0][0], "count_distinct") for a in spec.aggs if a.func == "count_distinct"]
+        self.merges = [(c, how) for a in spec.aggs for c, how, _ in a.partials]
         part = spec.partition
         self.int_partition = not part or (len(part) == 1 and pa.types.is_integer(spec.state_schema.field(part[0]).type)
                                           and spec.state_schema.field(part[0]).type != pa.uint64())
@@ -260,7 +260,7 @@ class SessionLogic(CountsLate, Logic):
         group = list(spec.group)
         parts = pa.table({"__isl": pa.array(ids), **{c: t.column(c) for c in group},
                           **{c: t.column(c) for c, _ in spec.merges}})
-        merged = parts.group_by(["__isl", *group], use_threads=False).aggregate(list(spec.merges))
+        merged = group_merge(parts, ["__isl", *group], list(spec.merges))
         which = int64_values(merged.column("__isl"))
         columns = {c: t.column(c).take(pa.array(found.firsts[which])) for c in spec.partition}
         columns[S], columns[E] = pa.array(starts[which]), pa.array(found.ends[which])
@@ -322,8 +322,9 @@ class SessionLogic(CountsLate, Logic):
                     columns[f.name] = table.column(f.name)
         else:
             keys = [S, E, *spec.partition, *[k for k in spec.group if k in spec.keys]]
-            if any(a.func == "count_distinct" for a in spec.aggs):
-                table = rows.group_by(keys, use_threads=False).aggregate(self.merges)
+            order = [(k, "ascending") for k in keys]
+            if any(a.distinct is not None for a in spec.aggs):
+                table = group_merge(rows, keys, self.merges).sort_by(order)
             else:  # one state row per (session, key) already: name the partials as merged ones
                 table = pa.table({**{k: rows.column(k) for k in keys},
                                   **{f"{c}_{how}": rows.column(c) for c, how in self.merges}})
@@ -331,7 +332,7 @@ class SessionLogic(CountsLate, Logic):
             for k in spec.keys:
                 columns[k] = table.column(k)
             for a in spec.aggs:
-                columns[a.name] = _final(a, table)
+                columns[a.name] = final_column(a, table, rows, keys, order)
         return conform(pa.table([columns[f.name] for f in self.out_schema], names=self.out_schema.names),
                        self.out_schema)
 

@@ -105,7 +105,7 @@ class Islands:
         return values[self.order] if self.order is not None else values
 
     def reduce(self, values: np.ndarray, how: str) -> np.ndarray:
-        """Per session, the ``how`` (sum, min, max) of the rows' ``values``."""
+        """Per session, the ``how`` (sum, min, max, bit_and, bit_or, bit_xor) of the rows' ``values``."""
         values = self.in_order(values)
         if how == "sum" and values.dtype.kind in "iu":  # exact (modulo 2**64, as any int64 sum)
             total = np.cumsum(values)
@@ -118,7 +118,8 @@ class Islands:
         return _REDUCE[how].reduceat(values, self.firsts)
 
 
-_REDUCE = {"min": np.minimum, "max": np.maximum}
+_REDUCE = {"min": np.minimum, "max": np.maximum, "bit_and": np.bitwise_and, "bit_or": np.bitwise_or,
+           "bit_xor": np.bitwise_xor}
 
 
 def keyed_islands(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> Islands:

@@ -40,9 +40,10 @@ import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run cos
 import pyarrow.compute as pc
 
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
-from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, WindowAggOp
+from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggOp
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
+from .partial_merge import fold_distinct, group_merge, numbered, ordered_merges
 
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
@@ -57,7 +58,9 @@ class WindowAggLogic(CountsLate, Logic):
         self.panes = env.state.panes(spec.id, "panes")
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)
         self.group = [*spec.keys, *spec.distinct_columns]
-        self.merges = [(column, how) for a in spec.aggs for column, how in a.partials if how != "distinct"]
+        self.merges = [(column, how) for a in spec.aggs for column, how, _ in a.partials]
+        self.ordered = ordered_merges(spec.aggs)
+        self.seq = env.state.value(spec.id, "seq", 0) if spec.numbered else None
         self.merges.append((ROWS_COLUMN, "sum"))
         self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
         self.count_late(env, spec.id)
@@ -81,6 +84,8 @@ class WindowAggLogic(CountsLate, Logic):
 
     def _add(self, batch: pa.Table) -> list[int]:
         """Aggregate a batch into its panes; the panes it touched."""
+        if self.seq is not None:
+            batch = numbered(batch, self.seq)
         partial = self.duck.run(self.spec.partial_sql, batch)
         if partial.num_rows == 0:
             return []
@@ -109,7 +114,7 @@ class WindowAggLogic(CountsLate, Logic):
 
     def _merge_partials(self, tables: list[pa.Table]) -> pa.Table:
         table = pa.concat_tables(tables)
-        merged = table.group_by(self.group, use_threads=False).aggregate(self.merges)
+        merged = group_merge(table, self.group, self.merges, self.ordered)
         return merged.rename_columns(self.group + [c for c, _ in self.merges]).select(table.column_names)
 
     def on_watermark(self, watermark: int) -> list[pa.Table]:
@@ -153,11 +158,8 @@ class WindowAggLogic(CountsLate, Logic):
             return self.out_schema.empty_table()
         table = pa.concat_tables(pieces)
         keys = [_WS, _WE, *self.spec.keys]
-        specs = [(c, how) for c, how in self.merges]
-        specs += [(a.partials[0][0], "count_distinct") for a in self.spec.aggs if a.func == "count_distinct"]
-        merged = table.group_by(keys, use_threads=False).aggregate(specs)
-        merged = merged.sort_by([(_WE, "ascending"), (_WS, "ascending")] + [(k, "ascending") for k in self.spec.keys])
-
+        order = [(_WE, "ascending"), (_WS, "ascending")] + [(k, "ascending") for k in self.spec.keys]
+        merged = group_merge(table, keys, self.merges, self.ordered).sort_by(order)
         columns: dict[str, pa.Array] = {}
         ws, we = merged.column(_WS), merged.column(_WE)
         shift = self.spec.window.local_shift  # windows over TIMESTAMP_LTZ: bounds shown in local time
@@ -167,23 +169,16 @@ class WindowAggLogic(CountsLate, Logic):
         for k in self.spec.keys:
             columns[k] = merged.column(k)
         for a in self.spec.aggs:
-            columns[a.name] = _final(a, merged)
+            columns[a.name] = final_column(a, merged, table, keys, order)
         schema = self.out_schema
         return conform(pa.table([columns[f.name] for f in schema], names=schema.names), schema)
 
 
-def _final(agg, merged: pa.Table):
-    """An aggregate's value from its merged partial columns."""
-    if agg.func == "count_distinct":
-        return merged.column(f"{agg.partials[0][0]}_count_distinct")
-    if agg.func == "avg":
-        (s, _), (c, _) = agg.partials
-        total, count = merged.column(f"{s}_sum"), merged.column(f"{c}_sum")
-        count = pc.if_else(pc.equal(count, 0), None, count)
-        if pa.types.is_integer(agg.type):
-            return pc.divide(total, count).cast(agg.type)  # truncates toward zero, as Flink
-        if pa.types.is_decimal(total.type):
-            return pc.divide(total, count.cast(total.type)).cast(agg.type)
-        return pc.divide(total.cast(pa.float64()), count.cast(pa.float64()))
-    column, how = agg.partials[0]
-    return merged.column(f"{column}_{how}")
+def final_column(agg: PartialAgg, merged: pa.Table, partials: pa.Table, keys: list[str], order) -> pa.ChunkedArray:
+    """An aggregate's value per group of ``merged`` (``partials`` grouped by ``keys`` and sorted by ``order``)."""
+    if agg.distinct is not None:  # folded over the distinct values of its argument, in the same group order
+        folds = [(p.suffix, p.first, p.type) for p in agg.kind.partials(agg.arg_type) if not p.retract_only]
+        folded = fold_distinct(partials, keys, agg.distinct, folds).sort_by(order)
+        return agg.kind.final_arrow({s: folded.column(s) for s, _, _ in folds}, agg.type)
+    return agg.kind.final_arrow({suffix: merged.column(f"{column}_{how}") for column, how, suffix in agg.partials},
+                                agg.type)

@@ -20,7 +20,7 @@ WITH "n0" AS (
   SELECT
     "auction",
     COUNT(*) AS "agg0",
-    CAST(CAST(CAST(SUM("price") AS DOUBLE) AS DOUBLE) / NULLIF(COUNT("price"), 0) AS DOUBLE) AS "agg1"
+    CAST(CASE WHEN COUNT("price") > 0 THEN CAST(SUM("price") AS DOUBLE) / COUNT("price") END AS DOUBLE) AS "agg1"
   FROM "n1"
   GROUP BY
     "auction"
