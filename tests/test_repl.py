@@ -246,7 +246,7 @@ def test_set_lists_the_shell_options_with_the_engine_options_and_reset_restores_
         async with Shell() as sh:
             await sh.run("SET 'result_mode' = 'changelog';")
             await sh.run("SET;")
-            await sh.wait_for("result_mode         | changelog")
+            await sh.wait_for("result_mode           | changelog")
             await sh.run("RESET 'result_mode';")
             assert sh.repl.options["result_mode"] == "table"
             await sh.run("SET 'emit' = 'changes';")

@@ -207,8 +207,20 @@ def _time_join(left: L.Node, right: L.Node, rename: dict, equi: list, rest: list
     bounds, rest2 = _time_bounds(left, right, rename, rest + times, ctx, j)
     rest2 = [c for c in rest2 if not any(c is t for t in times)]
     if bounds is not None:
-        return Join(**common, strategy="interval", equi=tuple(equi), residual=_and(rest2), bounds=bounds)
+        return Join(**common, strategy="interval", equi=tuple(equi), residual=_and(rest2), bounds=bounds,
+                    warning=_empty_bounds_warning(bounds, common["kind"], j, ctx))
     return None
+
+
+def _empty_bounds_warning(bounds: TimeBounds, kind: str, j: exp.Join, ctx: BindContext) -> str | None:
+    """Bounds that no pair can meet: run as Flink does, but say so (refused when 'strict' is 'true')."""
+    if bounds.lower <= bounds.upper:
+        return None
+    outcome = "returns no rows" if kind == "inner" else "pairs no rows: every outer row comes padded with NULLs"
+    message = f"the join's time bounds can never hold together, so it {outcome}"
+    if ctx.catalog.setting("strict") == "true":
+        raise ctx.error(message + " (refused because 'strict' is 'true')", j)
+    return message
 
 
 def _lookup_join(left: L.Node, right: L.Node, kind: str, equi: list, rest: list, common: dict) -> Join | None:

@@ -32,7 +32,7 @@ from ..bind.expressions import infer_type
 from ..logical.match import ALL_ROWS, PREV, MatchRecognize, is_nav, nav_parts
 from ..types import Schema, sum_type
 from .sqlgen import cast, render, typed
-from .sqlgen_group import q, sql_type
+from .sqltree import alias, asc, call, col, desc, lit, row_number, table
 
 SEQ, NEW, PID, REV, MATCH, VAR = "__seq", "__new", "__pid", "__rev", "__match", "__var"
 
@@ -49,50 +49,57 @@ class MatchSql:
 
 def match_sql(node: MatchRecognize) -> MatchSql:
     schema = node.input.schema
-    P = [q(p) for p in node.partition_by]
-    T = q(node.order_by)
-    part = f"PARTITION BY {', '.join(P)} " if P else ""
-    pid = f"dense_rank() OVER (ORDER BY {', '.join(P)}) - 1" if P else "0"
+    parts = [col(p) for p in node.partition_by]
+    in_order = [asc(node.order_by), asc(SEQ)]  # match order: time, then arrival
+    pid = (exp.Sub(this=exp.Window(this=exp.DenseRank(), order=exp.Order(expressions=[asc(p) for p in parts])),
+                   expression=lit(1)) if parts else lit(0))
     conds = []
     for i, d in enumerate(node.defines):
-        text = "TRUE" if d is None else render(_with_lag(typed(d, schema), f"{part}ORDER BY {T}, {SEQ}"))
-        conds.append(f"COALESCE(({text}), FALSE) AS {cond_column(i)}")
-    conditions = (f"SELECT {SEQ}, {NEW}, {T}, {''.join(p + ', ' for p in P)}{pid} AS {PID}, {', '.join(conds)}, "
-                  f"row_number() OVER ({part}ORDER BY {T} DESC, {SEQ} DESC) AS {REV} "
-                  f"FROM __rows ORDER BY {PID}, {T}, {SEQ}")
-    items = [f"any_value({p}) AS {p}" for p in P]
+        cond = exp.true() if d is None else _with_lag(typed(d, schema), parts, in_order)
+        conds.append(alias(exp.Coalesce(this=exp.Paren(this=cond), expressions=[exp.false()]), cond_column(i)))
+    newest_first = row_number(parts, [desc(node.order_by), desc(SEQ)])
+    conditions = (exp.select(col(SEQ), col(NEW), col(node.order_by), *parts, alias(pid, PID), *conds,
+                             alias(newest_first, REV))
+                  .from_(table("__rows")).order_by(asc(PID), *in_order))
+    items = [alias(call("any_value", p), p.name) for p in parts]
     for (name, e), f in zip(node.measures, node.measure_fields):
-        body = e.copy().transform(lambda n: _nav_sql(n, schema, T) if is_nav(n) else n)
-        items.append(f"{render(cast(body, f.type))} AS {q(name)}")
-    measures = (f"SELECT {', '.join(items)} FROM __map JOIN __rows USING ({SEQ}) "
-                f"GROUP BY {MATCH} ORDER BY {MATCH}")
-    return MatchSql(conditions, measures)
+        body = e.copy().transform(lambda n: _nav_sql(n, schema, in_order) if is_nav(n) else n)
+        items.append(alias(cast(body, f.type), name))
+    measures = (exp.select(*items).from_(table("__map")).join(table("__rows"), using=[SEQ])
+                .group_by(col(MATCH)).order_by(asc(MATCH)))
+    return MatchSql(render(conditions), render(measures))
 
 
-def _with_lag(cond: exp.Expression, window: str) -> exp.Expression:
+def _with_lag(cond: exp.Expression, parts: list[exp.Expression], order: list[exp.Ordered]) -> exp.Expression:
+    """PREV(v, n) as LAG(v, n) over the partition in match order."""
     def lag(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Anonymous) and n.name == PREV:
             arg, off = n.expressions
-            return exp.maybe_parse(f"LAG({render(arg)}, {off.name}) OVER ({window})", dialect="duckdb")
+            return exp.Window(this=exp.Lag(this=arg, offset=off), partition_by=[p.copy() for p in parts] or None,
+                              order=exp.Order(expressions=[o.copy() for o in order]))
         return n
     return cond.transform(lag)
 
 
-def _nav_sql(node: exp.Expression, schema: Schema, time: str) -> exp.Expression:
+def _nav_sql(node: exp.Expression, schema: Schema, order: list[exp.Ordered]) -> exp.Expression:
     how, var, arg, n = nav_parts(node)
-    where = f" FILTER (WHERE {VAR} = {var})" if var != ALL_ROWS else ""
-    a = render(typed(arg, schema)) if arg is not None else "*"
+    a = typed(arg, schema) if arg is not None else exp.Star()
+
+    def only_var(agg: exp.Expression) -> exp.Expression:
+        if var == ALL_ROWS:
+            return agg
+        return exp.Filter(this=agg, expression=exp.Where(this=exp.EQ(this=col(VAR), expression=lit(var))))
+
     if how in ("FIRST", "LAST"):
         index = n + 1 if how == "FIRST" else -(n + 1)
-        text = f"(list({a} ORDER BY {time}, {SEQ}){where})[{index}]"  # match order: time, then arrival
-    elif how == "AVG":
+        values = only_var(exp.ArrayAgg(this=exp.Order(this=a, expressions=[o.copy() for o in order])))
+        return exp.Bracket(this=exp.Paren(this=values), expressions=[lit(index)], offset=1)  # 1-based, as written
+    if how == "AVG":
         arg_type = infer_type(arg, schema)
         out = AVG.result_type(arg_type)
-        if pa.types.is_integer(out):
-            st = sql_type(sum_type(arg_type))
-            text = f"CAST(CAST(sum({a}){where} AS {st}) // NULLIF(count({a}){where}, 0) AS {sql_type(out)})"
-        else:
-            text = f"avg({a}){where}"
-    else:
-        text = f"{how.lower()}({a}){where}"
-    return exp.maybe_parse(f"({text})", dialect="duckdb")
+        if not pa.types.is_integer(out):
+            return exp.Paren(this=only_var(exp.Avg(this=a)))
+        total = cast(only_var(exp.Sum(this=a.copy())), sum_type(arg_type))
+        count = exp.Nullif(this=only_var(exp.Count(this=a.copy())), expression=lit(0))
+        return exp.Paren(this=cast(exp.IntDiv(this=total, expression=count), out))
+    return exp.Paren(this=only_var(call(how.lower(), a)))

@@ -11,7 +11,7 @@ from .jdbc_sink import open_jdbc_sink
 
 def open_sink(req: WriteRequest) -> SinkWriter:
     return open_jdbc_sink(req.name, req.options, req.schema, req.updating, position=req.position,
-                          pending=req.contents)
+                          pending=req.contents, durable=req.durable)
 
 
 def open_lookup(options: dict, columns: list[tuple[str, pa.DataType]], keys: tuple[str, ...]) -> JdbcLookup:

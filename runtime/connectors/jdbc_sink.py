@@ -51,7 +51,7 @@ _CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
 
 
 def open_jdbc_sink(name: str, options: dict, schema: pa.Schema, updating: bool, *,
-                   position: dict | None = None, pending: pa.Table | None = None) -> JdbcSink:
+                   position: dict | None = None, pending: pa.Table | None = None, durable: bool = False) -> JdbcSink:
     """Open a jdbc sink: connect, check the table, and finish an epoch a crash left in a checkpoint.
 
     Args:
@@ -61,16 +61,18 @@ def open_jdbc_sink(name: str, options: dict, schema: pa.Schema, updating: bool, 
         updating: whether the result has retractions.
         position: the sink's position in the checkpoint restored from (None: a fresh start).
         pending: the rows of that checkpoint's epoch (None: none).
+        durable: checkpoints are taken (a state directory): rows wait for them; otherwise each batch
+            is committed as it comes.
 
     Raises:
         SinkError: the server cannot be reached, the table is missing or does not fit the result.
     """
-    return JdbcSink(name, options, schema, updating, position, pending)
+    return JdbcSink(name, options, schema, updating, position, pending, durable or position is not None)
 
 
 class JdbcSink:
     def __init__(self, name: str, options: dict, schema: pa.Schema, updating: bool, position: dict | None,
-                 pending: pa.Table | None):
+                 pending: pa.Table | None, transactional: bool):
         import psycopg
 
         options = {k.lower(): v for k, v in options.items()}
@@ -89,7 +91,7 @@ class JdbcSink:
         self.key = self._inspect()
         self.run = position["run"] if position else uuid.uuid4().hex
         self.epoch = int(position["epoch"]) if position else 0
-        self.transactional = position is not None  # checkpoints decide when rows are committed
+        self.transactional = transactional  # checkpoints decide when rows are committed
         self.buffer: list[pa.Table] = []
         self.pending: pa.Table | None = None  # sealed as epoch self.epoch, not yet committed
         self._staged = False
@@ -169,7 +171,6 @@ class JdbcSink:
 
     def prepare_checkpoint(self) -> tuple[dict, pa.Table | None]:
         """Seal the rows since the last checkpoint as the next epoch; they go into the checkpoint."""
-        self.transactional = True
         if self.buffer:
             tables = ([self.pending] if self.pending is not None else []) + self.buffer
             self.pending, self.buffer = self._reduce(tables), []
