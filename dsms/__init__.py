@@ -53,7 +53,7 @@ def plan(sql: str, catalog):
         >>> p.changelog, [f.name for f in p.schema]
         ('updating', ['k', 'n'])
         >>> [(op.id, type(op).__name__, op.changelog) for op in p.physical.ops]
-        [(0, 'SourceOp', 'append-only'), (1, 'GroupAggOp', 'updating'), (2, 'CalcOp', 'updating')]
+        [(0, 'SourceSpec', 'append-only'), (1, 'GroupAggSpec', 'updating'), (2, 'CalcSpec', 'updating')]
     """
     from .grammar import parse_statement
     from .planner import plan_query

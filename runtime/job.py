@@ -19,10 +19,18 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
-from ..planner.physical.match_specs import MatchRecognizeOp
-from ..planner.physical.sort_specs import LimitOp, TemporalSortOp
-from ..planner.physical.specs import CalcOp, GroupAggOp, PhysicalPlan, SourceOp, UnionOp, ValuesOp, WindowAggOp
-from ..planner.physical.stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+from ..planner.physical.match_specs import MatchRecognizeSpec
+from ..planner.physical.sort_specs import LimitSpec, TemporalSortSpec
+from ..planner.physical.specs import (
+    CalcSpec,
+    GroupAggSpec,
+    PhysicalPlan,
+    SourceSpec,
+    UnionSpec,
+    ValuesSpec,
+    WindowAggSpec,
+)
+from ..planner.physical.stream_specs import OverAggSpec, SessionSpec, SnapshotDiffSpec, TopNSpec, WindowEmitSpec
 from .checkpoint import Checkpoint, plan_fingerprint
 from .connectors.base import SourceReader
 from .errors import EvaluationError  # noqa: F401 - (raised here; programs catch it from dsms)
@@ -46,16 +54,16 @@ from .udf import udf_failure
 
 OUTPUT = -1  # the pseudo operator that receives the root's output
 
-_LOGICS = {CalcOp: CalcLogic, GroupAggOp: GroupAggLogic, UnionOp: UnionLogic, WindowAggOp: WindowAggLogic,
-           SessionOp: SessionLogic, WindowEmitOp: WindowEmitLogic, OverAggOp: OverAggLogic,
-           TopNOp: TopNLogic, SnapshotDiffOp: SnapshotDiffLogic, TemporalSortOp: TemporalSortLogic,
-           LimitOp: LimitLogic, MatchRecognizeOp: MatchRecognizeLogic, **JOIN_LOGICS}
+_LOGICS = {CalcSpec: CalcLogic, GroupAggSpec: GroupAggLogic, UnionSpec: UnionLogic, WindowAggSpec: WindowAggLogic,
+           SessionSpec: SessionLogic, WindowEmitSpec: WindowEmitLogic, OverAggSpec: OverAggLogic,
+           TopNSpec: TopNLogic, SnapshotDiffSpec: SnapshotDiffLogic, TemporalSortSpec: TemporalSortLogic,
+           LimitSpec: LimitLogic, MatchRecognizeSpec: MatchRecognizeLogic, **JOIN_LOGICS}
 
 
 class ValuesSource:
     """A bounded source of literal rows (VALUES, SELECT without FROM)."""
 
-    def __init__(self, spec: ValuesOp, env: Env):
+    def __init__(self, spec: ValuesSpec, env: Env):
         self.spec, self.duck = spec, env.duck
         self.finished = False
         self.rows_read = self.late = 0
@@ -90,17 +98,17 @@ class Job(Lifecycle):
     route = "runtime"
 
     def __init__(self, plan: PhysicalPlan, output: Output, env: Env,
-                 open_reader: Callable[[SourceOp], SourceReader], late_log: Callable[[SourceOp], object] | None = None):
+                 open_reader: Callable[[SourceSpec], SourceReader], late_log: Callable[[SourceSpec], object] | None = None):
         self.plan = plan
         self.output = output
         self.env = env
         self.logics: dict[int, Logic] = {}
         self.sources: list[tuple[int, SourceLogic | ValuesSource]] = []
         for op in plan.ops:
-            if isinstance(op, SourceOp):
+            if isinstance(op, SourceSpec):
                 logic = SourceLogic(op, open_reader(op), env, late_log(op) if late_log else None)
                 self.sources.append((op.id, logic))
-            elif isinstance(op, ValuesOp):
+            elif isinstance(op, ValuesSpec):
                 self.sources.append((op.id, ValuesSource(op, env)))
             else:
                 self.logics[op.id] = _LOGICS[type(op)](op, env)

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..grammar import DsmsError
 from ..planner.catalog import SourceDef
-from ..planner.physical.specs import OP, PhysicalPlan, SourceOp
+from ..planner.physical.specs import OP, PhysicalPlan, SourceSpec
 from .clock import SystemClock
 from .connectors.base import SourceContext, SourceReader
 from .connectors.factory import open_source, read_request
@@ -56,7 +56,7 @@ class Scheduler:
                                          retention=self.memory_retention)
         return self.memory[key]
 
-    def late_log(self, op: SourceOp) -> MemoryLog:
+    def late_log(self, op: SourceSpec) -> MemoryLog:
         key = op.source.name.lower()
         if key not in self.late:
             self.late[key] = MemoryLog(pa.schema([pa.field(f.name, f.type) for f in op.source.schema]),
@@ -76,7 +76,7 @@ class Scheduler:
             log.detach()
         self.late.pop(name.lower(), None)
 
-    def open_reader(self, op: SourceOp) -> SourceReader:
+    def open_reader(self, op: SourceSpec) -> SourceReader:
         src = op.source
         req = read_request(src, op.columns, op.time_column, self.batch_rows)
         return open_source(src, req, SourceContext(src, self.clock, self.memory_log))

@@ -4,7 +4,7 @@ import dataclasses
 
 from dsms.planner import declare, plan_query
 from dsms.planner.physical import join_specs, match_specs, sort_specs, specs, stream_specs  # noqa: F401 - every spec class
-from dsms.planner.physical.specs import CalcOp, OpSpec
+from dsms.planner.physical.specs import CalcSpec, OpSpec
 from dsms.runtime.checkpoint import plan_fingerprint
 
 CATALOG = declare("CREATE STREAM s (x INT, y INT) WITH (connector = 'memory')")
@@ -28,9 +28,9 @@ def test_every_spec_names_its_own_kind_once():
 
 
 def _with_renamed_calc(plan):
-    """``plan`` with its Calc specs of a class that is CalcOp under another name."""
-    renamed = dataclasses.make_dataclass("CalcSpecRenamed", [], bases=(CalcOp,), frozen=True)
-    ops = tuple(renamed(**{f.name: getattr(op, f.name) for f in dataclasses.fields(op)}) if isinstance(op, CalcOp)
+    """``plan`` with its Calc specs of a class that is CalcSpec under another name."""
+    renamed = dataclasses.make_dataclass("CalcSpecRenamed", [], bases=(CalcSpec,), frozen=True)
+    ops = tuple(renamed(**{f.name: getattr(op, f.name) for f in dataclasses.fields(op)}) if isinstance(op, CalcSpec)
                 else op for op in plan.ops)
     return dataclasses.replace(plan, ops=ops), renamed
 

@@ -96,7 +96,7 @@ def test_plan_gives_the_dag_without_running_anything(tmp_path):
     assert not sink.exists() and engine.scheduler.jobs == {} and engine.catalog.get("s") is None
     assert p.changelog == "append-only" and [f.name for f in p.schema] == ["k", "n"]
     ops = p.physical.ops
-    assert [type(op).__name__ for op in ops] == ["SourceOp", "WindowAggOp", "CalcOp"]
+    assert [type(op).__name__ for op in ops] == ["SourceSpec", "WindowAggSpec", "CalcSpec"]
     assert ops[0].source.name == "ev" and ops[0].schema.names == ["k", "ts"]  # only the columns used are read
     assert ops[1].inputs == (0,) and ops[1].window.kind == "TUMBLE" and ops[1].window.size == 60 * SECOND
     assert ops[p.physical.output].schema.names == ["k", "n"]

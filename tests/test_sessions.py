@@ -140,7 +140,7 @@ def test_a_session_closes_only_once_the_watermark_is_past_its_end():
 def session_spec(sql: str, ddl: str = DDL):
     engine = dsms.Engine()
     engine.execute(ddl)
-    return next(op for op in engine.query(sql).job.plan.ops if type(op).__name__ == "SessionOp")
+    return next(op for op in engine.query(sql).job.plan.ops if type(op).__name__ == "SessionSpec")
 
 
 def test_session_partition_keys_must_be_grouped():

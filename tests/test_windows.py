@@ -129,7 +129,7 @@ def test_projections_that_only_pick_columns_skip_the_statement():
     engine = dsms.Engine()
     engine.execute(DDL)
     q = engine.query(sql)
-    calcs = [op for op in q.job.plan.ops if type(op).__name__ == "CalcOp"]
+    calcs = [op for op in q.job.plan.ops if type(op).__name__ == "CalcSpec"]
     assert [op.picks for op in calcs] == [(("total", "agg0"), ("begins", "window_start"))]
     feed(engine, "ev", EV, max_batch=40)
     engine.end_input()
@@ -138,7 +138,7 @@ def test_projections_that_only_pick_columns_skip_the_statement():
                    FROM ev GROUP BY ws, k""", ev=EV)
     assert q.snapshot().column_names == ["total", "begins"] and rows(q.snapshot()) == rows(want)
     computed = engine.query("SELECT v + 1 AS w, k FROM ev")
-    assert [op.picks for op in computed.job.plan.ops if type(op).__name__ == "CalcOp"] == [None]
+    assert [op.picks for op in computed.job.plan.ops if type(op).__name__ == "CalcSpec"] == [None]
 
 
 def test_union_all_of_two_streams():

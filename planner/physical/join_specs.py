@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .specs import DuckStateOp
+from .specs import DuckStateSpec
 
 
 @dataclass(frozen=True)
-class ChangelogNormalizeOp(DuckStateOp):
+class ChangelogNormalizeSpec(DuckStateSpec):
     """Turn a table's changes by key (upserts, deletes) into a valid changelog; keeps each key's row."""
 
     spec_kind: ClassVar[str] = "changelog_normalize"
@@ -24,14 +24,14 @@ class ChangelogNormalizeOp(DuckStateOp):
 
 
 @dataclass(frozen=True)
-class JoinOp(DuckStateOp):
-    """What every join operator has: its kind, and its state tables (``DuckStateOp``)."""
+class JoinSpec(DuckStateSpec):
+    """What every join operator has: its kind, and its state tables (``DuckStateSpec``)."""
 
     kind: str = "inner"  # inner | left | right | full
 
 
 @dataclass(frozen=True)
-class IntervalJoinOp(JoinOp):
+class IntervalJoinSpec(JoinSpec):
     """Two append-only streams, rows matched when ``lower <= r.ts - l.ts <= upper`` (microseconds).
 
     Rows are kept until the watermark passes the last time a partner could
@@ -52,7 +52,7 @@ class IntervalJoinOp(JoinOp):
 
 
 @dataclass(frozen=True)
-class WindowJoinOp(JoinOp):
+class WindowJoinSpec(JoinSpec):
     """Two windowed inputs joined per window when the watermark passes its end."""
 
     spec_kind: ClassVar[str] = "window_join"
@@ -64,7 +64,7 @@ class WindowJoinOp(JoinOp):
 
 
 @dataclass(frozen=True)
-class TemporalJoinOp(JoinOp):
+class TemporalJoinSpec(JoinSpec):
     """Each left row with the version of the right row valid at its time, emitted when the watermark passes it."""
 
     spec_kind: ClassVar[str] = "temporal_join"
@@ -91,7 +91,7 @@ class ExternalLookup:
 
 
 @dataclass(frozen=True)
-class LookupJoinOp(JoinOp):
+class LookupJoinSpec(JoinSpec):
     """Each event of the stream side with the current rows of the table side (processing time)."""
 
     spec_kind: ClassVar[str] = "lookup_join"
@@ -102,7 +102,7 @@ class LookupJoinOp(JoinOp):
 
 
 @dataclass(frozen=True)
-class RegularJoinOp(JoinOp):
+class RegularJoinSpec(JoinSpec):
     """A join of two relations that keeps all their current rows: an updating result."""
 
     spec_kind: ClassVar[str] = "regular_join"

@@ -11,7 +11,7 @@ from .specs import OpSpec
 
 
 @dataclass(frozen=True)
-class MatchRecognizeOp(OpSpec):
+class MatchRecognizeSpec(OpSpec):
     """Rows wait until the watermark passes their time, then are matched in time order per partition.
 
     See planner/lower/sqlgen_match.py for the statements and
@@ -35,7 +35,7 @@ class MatchRecognizeOp(OpSpec):
 
 
 def match_fields(node: MatchRecognize) -> dict:
-    """The fields of a MatchRecognizeOp computing ``node``."""
+    """The fields of a MatchRecognizeSpec computing ``node``."""
     sql = match_sql(node)
     # Greediness decides whether a repeating term that can take a row also lets the next term try it; an
     # optional single row (B?) always tries both, as in Flink's CEP.

@@ -20,13 +20,13 @@ from ..lower.sqlgen_join import (
 from ..lower.sqlgen_normalize import normalize_sql
 from ..timeutil import parse_duration
 from .join_specs import (
-    ChangelogNormalizeOp,
+    ChangelogNormalizeSpec,
     ExternalLookup,
-    IntervalJoinOp,
-    LookupJoinOp,
-    RegularJoinOp,
-    TemporalJoinOp,
-    WindowJoinOp,
+    IntervalJoinSpec,
+    LookupJoinSpec,
+    RegularJoinSpec,
+    TemporalJoinSpec,
+    WindowJoinSpec,
 )
 from .specs import OP
 
@@ -47,7 +47,7 @@ class JoinPlanning:
         columns = [(f.name, f.type) for f in src.schema if f.name != OP]
         sql = normalize_sql(len(self.ops), columns, node.source.primary_key)
         label = f"ChangelogNormalize(key=[{', '.join(node.source.primary_key)}])"
-        return self.add(ChangelogNormalizeOp, node, (source_id,), label, schema=src.schema,
+        return self.add(ChangelogNormalizeSpec, node, (source_id,), label, schema=src.schema,
                         state="the current row per key (bounded by the table's keys)",
                         keys=node.source.primary_key, setup=sql.setup, per_batch=sql.per_batch,
                         state_tables=(sql.state_table,))
@@ -74,7 +74,7 @@ class JoinPlanning:
         label += f", cache {external.max_rows} rows)" if external.max_rows else ", no cache)"
         bound = (f"at most {external.max_rows} cached rows" if external.max_rows
                  else "none (every batch's keys are fetched)")
-        return self.add(LookupJoinOp, node, (stream,), label, kind=node.kind, schema=j.output_schema(), state=bound,
+        return self.add(LookupJoinSpec, node, (stream,), label, kind=node.kind, schema=j.output_schema(), state=bound,
                         setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
                         external=external)
 
@@ -97,30 +97,30 @@ class JoinPlanning:
         if node.strategy == "interval":
             sql = interval_join_sql(j)
             b = node.bounds
-            return self.add(IntervalJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+            return self.add(IntervalJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lower=b.lower, upper=b.upper,
                             delay=b.delay + node.lateness, lateness=node.lateness, on_batch=sql["on_batch"],
                             expire=sql["expire"], min_time=sql["min_time"], time_columns=sql["times"],
                             ids=j.preserved)
         if node.strategy == "window":
             sql = window_join_sql(j)
-            return self.add(WindowJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+            return self.add(WindowJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"])
         if node.strategy == "temporal":
             sql = temporal_join_sql(j, node.right.source.primary_key)
-            return self.add(TemporalJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+            return self.add(TemporalJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], prune=sql["prune"], min_time=sql["min_time"],
                             time_column=sql["time"])
         if node.strategy == "lookup":
             sql = lookup_join_sql(j)
-            return self.add(LookupJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+            return self.add(LookupJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], stream_port=0 if node.stream_side == "left" else 1,
                             lookup=sql["lookup"], update=sql["update"])
         updating = (node.left.changelog == L.UPDATING, node.right.changelog == L.UPDATING)
         sql = regular_join_sql(j, updating, node.ttl)
-        return self.add(RegularJoinOp, node, (left, right), label, **common, setup=sql["setup"],
+        return self.add(RegularJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                         state_tables=sql["state_tables"], on_batch=sql["on_batch"], ttl_us=node.ttl,
                         expire=sql["expire"], oldest=sql["oldest"])
 

@@ -33,7 +33,7 @@ def output_schema(node: L.Node) -> pa.Schema:
 
 def session_fields(op_id: int, node: L.WindowAggregate | L.WindowTVF, inner: exp.Expression, needed: set[str],
                    picks: tuple[tuple[str, str], ...] | None = None) -> dict:
-    """The fields of a SessionOp computing ``node`` from rows given by the query ``inner``.
+    """The fields of a SessionSpec computing ``node`` from rows given by the query ``inner``.
 
     ``needed``: the columns of the node's output read above it; ``picks``:
     (row column, batch column) pairs when ``inner`` only picks and
@@ -92,7 +92,7 @@ def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
 
 
 def over_fields(node: OverAggregate, needed: set[str], event_time: bool = True) -> dict:
-    """The fields of an OverAggOp computing ``node``, keeping the input columns read above it."""
+    """The fields of an OverAggSpec computing ``node``, keeping the input columns read above it."""
     keep = needed | set(node.partition_by) | {node.order_by} | {a.arg for a in node.aggs if a.arg}
     columns = [f.name for f in node.input.schema if f.name in keep]
     sql = over_sql(columns, node.partition_by, node.order_by, node.frame, node.aggs, node.input.schema)
@@ -106,7 +106,7 @@ def over_fields(node: OverAggregate, needed: set[str], event_time: bool = True) 
 
 
 def topn_fields(op_id: int, node: TopN, needed: set[str], inner: exp.Expression | None) -> dict:
-    """The fields of a TopNOp computing ``node`` (over the rows of the query ``inner``, if not the batch's),
+    """The fields of a TopNSpec computing ``node`` (over the rows of the query ``inner``, if not the batch's),
     keeping the input columns read above it."""
     keep = needed | set(node.partition_by) | {c for c, _ in node.order_by}
     if node.kind == "global":

@@ -1,13 +1,13 @@
 """Physical planning: an optimized logical plan -> the runtime's operator DAG.
 
 Runs of per-batch nodes (Filter, Project, WindowTVF, Unnest) are fused into one
-SQL statement per batch: into a CalcOp, or into the partial aggregation of
-the WindowAggOp above them. Sources read only the columns the plan uses.
+SQL statement per batch: into a CalcSpec, or into the partial aggregation of
+the WindowAggSpec above them. Sources read only the columns the plan uses.
 
 Example:
     >>> plan = plan_physical(logical_plan)      # doctest: +SKIP
     >>> [type(op).__name__ for op in plan.ops]  # doctest: +SKIP
-    ['SourceOp', 'WindowAggOp', 'CalcOp']
+    ['SourceSpec', 'WindowAggSpec', 'CalcSpec']
 """
 
 from __future__ import annotations
@@ -40,24 +40,24 @@ from ..timeutil import parse_duration
 from ..types import Schema
 from ..vocabulary import ADDITIONS, RETRACTIONS
 from ..windows import floor_to
-from .match_specs import MatchRecognizeOp, match_fields
+from .match_specs import MatchRecognizeSpec, match_fields
 from .plan_joins import JoinPlanning
 from .plan_window import over_fields, partial_agg, partial_items, session_fields, time_kinds, topn_fields
-from .sort_specs import LimitOp, TemporalSortOp
+from .sort_specs import LimitSpec, TemporalSortSpec
 from .specs import (
     OP,
     PANE,
     ROWS_COLUMN,
-    CalcOp,
-    GroupAggOp,
+    CalcSpec,
+    GroupAggSpec,
     OpSpec,
     PhysicalPlan,
-    SourceOp,
-    UnionOp,
-    ValuesOp,
-    WindowAggOp,
+    SourceSpec,
+    UnionSpec,
+    ValuesSpec,
+    WindowAggSpec,
 )
-from .stream_specs import OverAggOp, SessionOp, SnapshotDiffOp, TopNOp, WindowEmitOp
+from .stream_specs import OverAggSpec, SessionSpec, SnapshotDiffSpec, TopNSpec, WindowEmitSpec
 
 _PER_BATCH = (L.Filter, L.Project, L.WindowTVF, Unnest)
 
@@ -135,7 +135,7 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)
         sql = S.render(S.chain_sql(chain))
         label = " -> ".join(n.label() for n in chain)
-        return self.add(CalcOp, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
+        return self.add(CalcSpec, node, (base_id,), f"Calc[{label}]", sql=sql, picks=S.column_picks(chain))
 
     plan_Filter = plan_Project = plan_Unnest = plan_per_batch
 
@@ -165,12 +165,12 @@ class _Planner(JoinPlanning):
     def plan_OverAggregate(self, node) -> int:
         chain, base = self.fused_input(node)
         fields = over_fields(node, self.required.get(id(node), set(node.schema.names)), not self.processing_time)
-        return self.add(OverAggOp, node, (self.op_for(base),), _fused_label(node, chain),
+        return self.add(OverAggSpec, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **fields)
 
     def plan_MatchRecognize(self, node) -> int:
         chain, base = self.fused_input(node)
-        return self.add(MatchRecognizeOp, node, (self.op_for(base),), _fused_label(node, chain),
+        return self.add(MatchRecognizeSpec, node, (self.op_for(base),), _fused_label(node, chain),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None, **match_fields(node))
 
     def plan_TopN(self, node) -> int:
@@ -178,19 +178,19 @@ class _Planner(JoinPlanning):
         base_id = self.op_for(base)  # first: the operator's id (which names its tables) is the next one
         inner = S.chain_sql(chain) if chain else None
         fields = topn_fields(len(self.ops), node, self.required.get(id(node), set(node.schema.names)), inner)
-        return self.add(TopNOp, node, (base_id,), _fused_label(node, chain), **fields)
+        return self.add(TopNSpec, node, (base_id,), _fused_label(node, chain), **fields)
 
     def plan_TemporalSort(self, node: TemporalSort) -> int:
-        return self.add(TemporalSortOp, node, (self.op_for(node.input),), node.label(),
+        return self.add(TemporalSortSpec, node, (self.op_for(node.input),), node.label(),
                         time_column=node.time_column, keys=node.keys)
 
     def plan_Limit(self, node: Limit) -> int:
-        return self.add(LimitOp, node, (self.op_for(node.input),), node.label(), count=node.count)
+        return self.add(LimitSpec, node, (self.op_for(node.input),), node.label(), count=node.count)
 
     def plan_SnapshotDiff(self, node: SnapshotDiff) -> int:
         chain, base = self.fused_input(node)
         base_id = self.op_for(base)
-        return self.add(SnapshotDiffOp, node, (base_id,), _fused_label(node, chain), instant=node.instant,
+        return self.add(SnapshotDiffSpec, node, (base_id,), _fused_label(node, chain), instant=node.instant,
                         slide_us=node.slide_us, kind=node.kind, columns=tuple(node.schema.names),
                         input_sql=S.render(S.chain_sql(chain)) if chain else None)
 
@@ -198,7 +198,7 @@ class _Planner(JoinPlanning):
         ops = ADDITIONS if node.kind == "insert" else RETRACTIONS
         sql = exp.select(*[col(f.name) for f in node.schema]).from_(S.batch_table()).where(
             exp.column(OP, quoted=True).isin(*[exp.Literal.number(int(o)) for o in ops]))
-        return self.add(CalcOp, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
+        return self.add(CalcSpec, node, (self.op_for(node.input),), node.label(), sql=S.render(sql))
 
     def fused_input(self, node: L.Node) -> tuple[list[L.Node], L.Node]:
         """The per-batch nodes under a one-input operator to fuse into its input SQL, and the node below them."""
@@ -210,7 +210,7 @@ class _Planner(JoinPlanning):
         columns = tuple(tuple(n.schema.names) for n in node.inputs)  # aligned by rules/prune_columns.py
         if node.changelog == L.UPDATING:  # the changes of updating inputs go on as they are; the others insert
             columns = tuple(c + ((OP,) if n.changelog == L.UPDATING else ()) for c, n in zip(columns, node.inputs))
-        return self.add(UnionOp, node, inputs, node.label(), input_columns=columns)
+        return self.add(UnionSpec, node, inputs, node.label(), input_columns=columns)
 
     def plan_LateScan(self, node: LateScan) -> int:
         return self.source(node)
@@ -228,7 +228,7 @@ class _Planner(JoinPlanning):
             raise _unsupported(f"LATE({src.name})", f"'{src.name}' has no WATERMARK, so no event is late")
         lateness = source_lateness_us(node) if not late_only else source_lateness_us(L.Scan(src))
         idle = src.options.get("idle_timeout")
-        return self.add(SourceOp, node, (), _source_label(src, late_only), schema=schema.to_arrow(), source=src, columns=columns,
+        return self.add(SourceSpec, node, (), _source_label(src, late_only), schema=schema.to_arrow(), source=src, columns=columns,
                         computed_sql=computed_sql, time_column=wm.column if wm else None,
                         delay_us=wm.delay_us if wm else 0, lateness_us=lateness, proctime_column=proctime,
                         clock_watermark=self.processing_time and not late_only,
@@ -244,13 +244,13 @@ class _Planner(JoinPlanning):
         if not node.schema.fields:
             sql = exp.select(exp.alias_(exp.Literal.number(1), "__unit", quoted=True))
             schema = pa.schema([pa.field("__unit", pa.int32())])
-            return self.add(ValuesOp, node, (), node.label(), schema=schema, sql=S.render(sql))
+            return self.add(ValuesSpec, node, (), node.label(), schema=schema, sql=S.render(sql))
         rows = [exp.Tuple(expressions=[S.cast(S.typed(v, Schema(())), f.type) for v, f in zip(r, node.schema)])
                 for r in node.rows]
         alias = exp.TableAlias(this=exp.Identifier(this="v", quoted=True),
                                columns=[exp.Identifier(this=f.name, quoted=True) for f in node.schema])
         sql = exp.select(exp.Star()).from_(exp.Values(expressions=rows, alias=alias))
-        return self.add(ValuesOp, node, (), node.label(), sql=S.render(sql))
+        return self.add(ValuesSpec, node, (), node.label(), sql=S.render(sql))
 
     def group_aggregate(self, node: L.Aggregate) -> int:
         numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
@@ -261,7 +261,7 @@ class _Planner(JoinPlanning):
         updating = node.input.changelog == L.UPDATING
         sql = group_agg_sql(len(self.ops), node.keys, node.aggs, node.input.schema, updating,
                             S.chain_sql(chain), node.ttl)
-        return self.add(GroupAggOp, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
+        return self.add(GroupAggSpec, node, (base_id,), _fused_label(node, chain), keys=node.keys, setup=sql.setup,
                         per_batch=sql.per_batch, compact=sql.compact, state_tables=sql.state_tables,
                         ttl_us=node.ttl, expire=sql.expire, oldest=sql.oldest, numbered=numbered)
 
@@ -277,7 +277,7 @@ class _Planner(JoinPlanning):
         if isinstance(node, L.WindowTVF):  # rows keep only the columns read above
             kept = set(fields["state_schema"].names) | set(L.WINDOW_COLUMNS)
             schema = pa.schema([f for f in node.schema.to_arrow() if f.name in kept])
-        return self.add(SessionOp, node, (base_id,), _fused_label(node, chain), schema=schema, **fields)
+        return self.add(SessionSpec, node, (base_id,), _fused_label(node, chain), schema=schema, **fields)
 
     def window_aggregate(self, node: L.WindowAggregate) -> int:
         if node.input.changelog == L.UPDATING:
@@ -311,9 +311,9 @@ class _Planner(JoinPlanning):
         if node.emit.updating:
             identity = ("window_start", "window_end", *node.keys)
             sql = emit_sql(len(self.ops), node.schema.to_arrow(), identity, ("window_start", "window_end"))
-            return self.add(WindowEmitOp, node, (base_id,), _fused_label(node, chain), emit=node.emit,
+            return self.add(WindowEmitSpec, node, (base_id,), _fused_label(node, chain), emit=node.emit,
                             emit_sql=sql, **fields)
-        return self.add(WindowAggOp, node, (base_id,), _fused_label(node, chain), **fields)
+        return self.add(WindowAggSpec, node, (base_id,), _fused_label(node, chain), **fields)
 
 
 def _source_label(src, late_only: bool) -> str:

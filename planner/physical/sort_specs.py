@@ -9,7 +9,7 @@ from .specs import OpSpec
 
 
 @dataclass(frozen=True)
-class TemporalSortOp(OpSpec):
+class TemporalSortSpec(OpSpec):
     """Hold rows until the watermark reaches their ``time_column``; emit them sorted by ``keys``."""
 
     spec_kind: ClassVar[str] = "temporal_sort"
@@ -18,7 +18,7 @@ class TemporalSortOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class LimitOp(OpSpec):
+class LimitSpec(OpSpec):
     """Pass the first ``count`` rows."""
 
     spec_kind: ClassVar[str] = "limit"

@@ -40,7 +40,7 @@ class OpSpec:
 
 
 @dataclass(frozen=True)
-class SourceOp(OpSpec):
+class SourceSpec(OpSpec):
     """Read a source; compute its computed columns; derive watermarks; drop late events."""
 
     spec_kind: ClassVar[str] = "source"
@@ -67,7 +67,7 @@ class SourceOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class ValuesOp(OpSpec):
+class ValuesSpec(OpSpec):
     """A bounded relation of literal rows (SELECT without FROM, VALUES)."""
 
     spec_kind: ClassVar[str] = "values"
@@ -75,7 +75,7 @@ class ValuesOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class CalcOp(OpSpec):
+class CalcSpec(OpSpec):
     """Filter, project and assign windows: one SQL statement per batch."""
 
     spec_kind: ClassVar[str] = "calc"
@@ -109,7 +109,7 @@ ROWS_COLUMN = "__rows"  # a window aggregate's partial rows: how many events eac
 
 
 @dataclass(frozen=True)
-class WindowAggOp(OpSpec):
+class WindowAggSpec(OpSpec):
     """Aggregate per pane and key; assemble and emit windows as the watermark passes them.
 
     ``partial_sql`` also counts the events of each partial row (``__rows``), so that the
@@ -127,7 +127,7 @@ class WindowAggOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class DuckStateOp(OpSpec):
+class DuckStateSpec(OpSpec):
     """An operator whose state is tables in the job's DuckDB connection (runtime: ``DuckStateLogic``).
 
     ``setup`` creates the tables; ``state_tables`` names them, for checkpoints.
@@ -138,7 +138,7 @@ class DuckStateOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class GroupAggOp(DuckStateOp):
+class GroupAggSpec(DuckStateSpec):
     """A group aggregate without a window: an updating result, state in DuckDB tables.
 
     See planner/lower/sqlgen_group.py for the statements.
@@ -155,7 +155,7 @@ class GroupAggOp(DuckStateOp):
 
 
 @dataclass(frozen=True)
-class UnionOp(OpSpec):
+class UnionSpec(OpSpec):
     """Concatenate inputs; the watermark is the minimum over them.
 
     ``input_columns``: per input, the names of its columns that make the
@@ -177,8 +177,8 @@ class PhysicalPlan:
         return self.ops[op_id]
 
     @property
-    def sources(self) -> list[SourceOp]:
-        return [o for o in self.ops if isinstance(o, SourceOp)]
+    def sources(self) -> list[SourceSpec]:
+        return [o for o in self.ops if isinstance(o, SourceSpec)]
 
     @property
     def root(self) -> OpSpec:

@@ -17,7 +17,7 @@ Example:
     >>> both = plan_statement_set([plan_query("SELECT x FROM s WHERE x > 0", catalog),
     ...                            plan_query("SELECT x FROM s WHERE x < 0", catalog)])
     >>> [type(op).__name__ for op in both.physical.ops], both.physical.outputs
-    (['SourceOp', 'CalcOp', 'CalcOp'], (1, 2))
+    (['SourceSpec', 'CalcSpec', 'CalcSpec'], (1, 2))
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from ..logical.over import OverFrame
 from ..lower.sqlgen_emit import EmitSql
 from ..lower.sqlgen_session import SessionSql
 from ..lower.sqlgen_topn import TopNSql
-from .specs import OpSpec, PartialAgg, WindowAggOp
+from .specs import OpSpec, PartialAgg, WindowAggSpec
 
 
 @dataclass(frozen=True)
-class SessionOp(OpSpec):
+class SessionSpec(OpSpec):
     """Session windows per partition: merge on overlap, emit when the watermark passes a session's end.
 
     ``aggs`` empty: the sessions are not aggregated (a SESSION table
@@ -41,8 +41,8 @@ class SessionOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class WindowEmitOp(WindowAggOp):
-    """A pane-based window aggregate (see WindowAggOp) that emits early results or corrections."""
+class WindowEmitSpec(WindowAggSpec):
+    """A pane-based window aggregate (see WindowAggSpec) that emits early results or corrections."""
 
     spec_kind: ClassVar[str] = "window_emit"
     emit: EmitPolicy = EmitPolicy()
@@ -50,7 +50,7 @@ class WindowEmitOp(WindowAggOp):
 
 
 @dataclass(frozen=True)
-class OverAggOp(OpSpec):
+class OverAggSpec(OpSpec):
     """OVER aggregates: rows wait until the watermark passes their time, then get their frames' aggregates.
 
     See planner/lower/sqlgen_over.py for the statements.
@@ -77,7 +77,7 @@ class OverAggOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class TopNOp(OpSpec):
+class TopNSpec(OpSpec):
     """Top-N per partition and deduplication; ``kind`` as in logical.rank.TopN.
 
     ``rank`` names the row-number column when the query reads it (else it
@@ -104,7 +104,7 @@ class TopNOp(OpSpec):
 
 
 @dataclass(frozen=True)
-class SnapshotDiffOp(OpSpec):
+class SnapshotDiffSpec(OpSpec):
     """A relation given per instant (rows tagged with ``instant``) -> what enters and leaves it."""
 
     spec_kind: ClassVar[str] = "snapshot_diff"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ...planner.physical.specs import DuckStateOp
+from ...planner.physical.specs import DuckStateSpec
 from ..clock import SystemClock
 from ..duck import Duck
 from ..state import StateStore
@@ -71,7 +71,7 @@ class DuckStateLogic(Logic):
     that checkpoints hold them (see ``StateStore.duck_tables``).
     """
 
-    def __init__(self, spec: DuckStateOp, env: Env):
+    def __init__(self, spec: DuckStateSpec, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         for stmt in spec.setup:

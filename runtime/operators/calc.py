@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.specs import OP, CalcOp
+from ...planner.physical.specs import OP, CalcSpec
 from ...planner.vocabulary import ChangeOp
 from ..duck import conform
 from .base import Env, Logic
 
 
 class CalcLogic(Logic):
-    def __init__(self, spec: CalcOp, env: Env):
+    def __init__(self, spec: CalcSpec, env: Env):
         self.spec = spec
         self.duck = env.duck
 

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.lower.sqlgen_normalize import SEQ
-from ...planner.physical.join_specs import ChangelogNormalizeOp
+from ...planner.physical.join_specs import ChangelogNormalizeSpec
 from ..duck import conform
 from .base import DuckStateLogic
 
 
 class ChangelogNormalizeLogic(DuckStateLogic):
-    spec: ChangelogNormalizeOp
+    spec: ChangelogNormalizeSpec
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))

@@ -19,14 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...planner.physical.specs import OP
-from ...planner.physical.stream_specs import SnapshotDiffOp
+from ...planner.physical.stream_specs import SnapshotDiffSpec
 from ..changelog import DELETE, INSERT, with_op
 from ..duck import conform
 from .base import MIN_WATERMARK, CountsLate, Env, Logic
 
 
 class SnapshotDiffLogic(CountsLate, Logic):
-    def __init__(self, spec: SnapshotDiffOp, env: Env):
+    def __init__(self, spec: SnapshotDiffSpec, env: Env):
         self.spec = spec
         self.duck = env.duck
         self.panes = env.state.panes(spec.id, "instants")

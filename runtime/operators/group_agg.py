@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.specs import GroupAggOp
+from ...planner.physical.specs import GroupAggSpec
 from ..duck import conform
 from .base import DuckStateLogic, Env
 from .partial_merge import numbered
@@ -29,7 +29,7 @@ COMPACT_EVERY = 64
 
 
 class GroupAggLogic(DuckStateLogic):
-    def __init__(self, spec: GroupAggOp, env: Env):
+    def __init__(self, spec: GroupAggSpec, env: Env):
         super().__init__(spec, env)
         self.batches = 0
         self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None

@@ -24,13 +24,13 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.lower.sqlgen_join import ID
-from ...planner.physical.join_specs import IntervalJoinOp
+from ...planner.physical.join_specs import IntervalJoinSpec
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 
 
 class IntervalJoinLogic(JoinLogic):
-    def __init__(self, spec: IntervalJoinOp, env: Env):
+    def __init__(self, spec: IntervalJoinSpec, env: Env):
         super().__init__(spec, env)
         self.next_expiry = [env.state.value(spec.id, f"next_expiry_{s}", MAX_WATERMARK) for s in (0, 1)]
         self.next_id = env.state.value(spec.id, "next_id", 0)

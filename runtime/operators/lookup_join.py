@@ -30,7 +30,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...planner.connectors import find
-from ...planner.physical.join_specs import LookupJoinOp
+from ...planner.physical.join_specs import LookupJoinSpec
 from ..connectors.factory import runtime_module
 from ..duck import registered
 from .base import Env
@@ -38,7 +38,7 @@ from .join_base import JoinLogic
 
 
 class LookupJoinLogic(JoinLogic):
-    def __init__(self, spec: LookupJoinOp, env: Env):
+    def __init__(self, spec: LookupJoinSpec, env: Env):
         super().__init__(spec, env)
         self.clock = env.clock
         self._fetcher = None  # the connector's lookup (its runtime module's open_lookup), opened on first use

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...planner.lower.sqlgen_match import MATCH, NEW, PID, REV, SEQ, VAR, cond_column
-from ...planner.physical.match_specs import MatchRecognizeOp
+from ...planner.physical.match_specs import MatchRecognizeSpec
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .match_nfa import Matcher, flatten, unflatten
@@ -42,7 +42,7 @@ _RUN_COLUMNS = ("__start", "__start_t", "__elem", "__count")
 
 
 class MatchRecognizeLogic(CountsLate, Logic):
-    def __init__(self, spec: MatchRecognizeOp, env: Env):
+    def __init__(self, spec: MatchRecognizeSpec, env: Env):
         self.spec = spec
         self.duck = env.duck
         self.state = env.state.panes(spec.id, "rows")

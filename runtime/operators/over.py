@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.lower.sqlgen_over import SEQ
-from ...planner.physical.stream_specs import OverAggOp
+from ...planner.physical.stream_specs import OverAggSpec
 from ..duck import conform, registered
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .source import int64_values
@@ -47,7 +47,7 @@ _PENDING, _HISTORY, _CARRY = 0, 1, 2
 
 
 class OverAggLogic(CountsLate, Logic):
-    def __init__(self, spec: OverAggOp, env: Env):
+    def __init__(self, spec: OverAggSpec, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.state = env.state.panes(spec.id, "rows")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ...planner.physical.join_specs import (
-    ChangelogNormalizeOp,
-    IntervalJoinOp,
-    LookupJoinOp,
-    RegularJoinOp,
-    TemporalJoinOp,
-    WindowJoinOp,
+    ChangelogNormalizeSpec,
+    IntervalJoinSpec,
+    LookupJoinSpec,
+    RegularJoinSpec,
+    TemporalJoinSpec,
+    WindowJoinSpec,
 )
 from .changelog_normalize import ChangelogNormalizeLogic
 from .interval_join import IntervalJoinLogic
@@ -18,10 +18,10 @@ from .temporal_join import TemporalJoinLogic
 from .window_join import WindowJoinLogic
 
 JOIN_LOGICS = {
-    ChangelogNormalizeOp: ChangelogNormalizeLogic,
-    IntervalJoinOp: IntervalJoinLogic,
-    LookupJoinOp: LookupJoinLogic,
-    RegularJoinOp: RegularJoinLogic,
-    TemporalJoinOp: TemporalJoinLogic,
-    WindowJoinOp: WindowJoinLogic,
+    ChangelogNormalizeSpec: ChangelogNormalizeLogic,
+    IntervalJoinSpec: IntervalJoinLogic,
+    LookupJoinSpec: LookupJoinLogic,
+    RegularJoinSpec: RegularJoinLogic,
+    TemporalJoinSpec: TemporalJoinLogic,
+    WindowJoinSpec: WindowJoinLogic,
 }

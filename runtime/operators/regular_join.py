@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.join_specs import RegularJoinOp
+from ...planner.physical.join_specs import RegularJoinSpec
 from .base import Env
 from .join_base import JoinLogic
 from .ttl import StateTtl
 
 
 class RegularJoinLogic(JoinLogic):
-    def __init__(self, spec: RegularJoinOp, env: Env):
+    def __init__(self, spec: RegularJoinSpec, env: Env):
         super().__init__(spec, env)
         self.ttl = StateTtl(spec, self.con, env.clock) if spec.ttl_us else None
 

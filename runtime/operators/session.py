@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
-from ...planner.physical.stream_specs import SessionOp
+from ...planner.physical.stream_specs import SessionSpec
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
@@ -62,7 +62,7 @@ MAX_RUNS = 8
 
 
 class SessionLogic(CountsLate, Logic):
-    def __init__(self, spec: SessionOp, env: Env):
+    def __init__(self, spec: SessionSpec, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.runs = env.state.panes(spec.id, "sessions")  # run number -> one table of sessions

@@ -18,14 +18,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...planner.physical.sort_specs import LimitOp, TemporalSortOp
+from ...planner.physical.sort_specs import LimitSpec, TemporalSortSpec
 from .base import Env, Logic
 
 _ALL = 0  # the one group of buffered rows
 
 
 class TemporalSortLogic(Logic):
-    def __init__(self, spec: TemporalSortOp, env: Env):
+    def __init__(self, spec: TemporalSortSpec, env: Env):
         self.spec = spec
         self.rows = env.state.panes(spec.id, "rows")
         self.order = [(k, "descending" if d else "ascending") for k, d in spec.keys]
@@ -53,7 +53,7 @@ class TemporalSortLogic(Logic):
 
 
 class LimitLogic(Logic):
-    def __init__(self, spec: LimitOp, env: Env):
+    def __init__(self, spec: LimitSpec, env: Env):
         self.spec = spec
         self.passed = env.state.value(spec.id, "passed", 0)
 

@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
-from ...planner.physical.specs import OP, SourceOp
+from ...planner.physical.specs import OP, SourceSpec
 from ...planner.vocabulary import RETRACTIONS
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
@@ -100,7 +100,7 @@ def running_max_before(ts: np.ndarray, start: int) -> tuple[np.ndarray, int]:
 
 
 class SourceLogic:
-    def __init__(self, spec: SourceOp, reader: SourceReader, env: Env, late_log=None):
+    def __init__(self, spec: SourceSpec, reader: SourceReader, env: Env, late_log=None):
         self.spec = spec
         self.reader = reader
         self.duck = env.duck

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...planner.lower.sqlgen_join import SEQ
-from ...planner.physical.join_specs import TemporalJoinOp
+from ...planner.physical.join_specs import TemporalJoinSpec
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 
@@ -35,7 +35,7 @@ PRUNE_EVERY = 4  # watermarks between prunings of old versions
 
 
 class TemporalJoinLogic(JoinLogic):
-    def __init__(self, spec: TemporalJoinOp, env: Env):
+    def __init__(self, spec: TemporalJoinSpec, env: Env):
         super().__init__(spec, env)
         self.next_fire = env.state.value(spec.id, "next_fire", MAX_WATERMARK)
         self.marks = 0

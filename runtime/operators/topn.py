@@ -30,7 +30,7 @@ from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
 from ...planner.lower.sqlgen_topn import RANK, SEQ
 from ...planner.lower.sqlgen_ttl import expired_table
 from ...planner.physical.specs import OP
-from ...planner.physical.stream_specs import TopNOp
+from ...planner.physical.stream_specs import TopNSpec
 from ..duck import conform
 from .base import MIN_WATERMARK, CountsLate, Env, Logic
 from .emit import EmitTable
@@ -39,7 +39,7 @@ from .ttl import StateTtl
 
 
 class TopNLogic(CountsLate, Logic):
-    def __init__(self, spec: TopNOp, env: Env):
+    def __init__(self, spec: TopNSpec, env: Env):
         self.spec = spec
         self.duck, self.con = env.duck, env.duck.con
         self.fired = env.state.value(spec.id, "fired_until", MIN_WATERMARK)

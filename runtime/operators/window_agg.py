@@ -40,7 +40,7 @@ import pyarrow.acero  # noqa: F401  (group_by needs it; importing it mid-run cos
 import pyarrow.compute as pc
 
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
-from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggOp
+from ...planner.physical.specs import OP, PANE, ROWS_COLUMN, PartialAgg, WindowAggSpec
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env, Logic
 from .partial_merge import fold_distinct, group_merge, numbered, ordered_merges
@@ -51,7 +51,7 @@ _WS, _WE = "__ws", "__we"
 
 
 class WindowAggLogic(CountsLate, Logic):
-    def __init__(self, spec: WindowAggOp, env: Env):
+    def __init__(self, spec: WindowAggSpec, env: Env):
         self.spec = spec
         self.duck = env.duck
         self.window = spec.window

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.stream_specs import WindowEmitOp
+from ...planner.physical.stream_specs import WindowEmitSpec
 from .base import MAX_WATERMARK, Env
 from .emit import EmitTable
 from .window_agg import WindowAggLogic
@@ -30,7 +30,7 @@ class WindowEmitLogic(WindowAggLogic):
     def _reach(self, watermark: int) -> int:
         return watermark
 
-    def __init__(self, spec: WindowEmitOp, env: Env):
+    def __init__(self, spec: WindowEmitSpec, env: Env):
         super().__init__(spec, env)
         self.policy = spec.emit
         self.lateness = spec.emit.lateness_us

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...planner.physical.join_specs import WindowJoinOp
+from ...planner.physical.join_specs import WindowJoinSpec
 from .base import MAX_WATERMARK, Env
 from .join_base import JoinLogic, lowered, min_time
 
 
 class WindowJoinLogic(JoinLogic):
-    def __init__(self, spec: WindowJoinOp, env: Env):
+    def __init__(self, spec: WindowJoinSpec, env: Env):
         super().__init__(spec, env)
         self.next_end = env.state.value(spec.id, "next_end", MAX_WATERMARK)
 
