@@ -28,7 +28,7 @@ from .errors import (
     SqlSyntaxError,
     UnsupportedPlan,
 )
-from .python_functions import udf
+from .python_functions import udf, udtf
 from .queries import Subscription
 from .query import QueryHandle, Result
 from .runtime.clock import SystemClock, VirtualClock
@@ -67,5 +67,5 @@ def plan(sql: str, catalog):
 
 
 __all__ = ["BackpressureError", "DsmsError", "Engine", "EvaluationError", "PythonFunctionError", "QueryHandle", "Result", "SinkError", "SourceError", "SqlError",
-           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "udf",
+           "SqlSyntaxError", "Subscription", "SystemClock", "UnsupportedPlan", "VirtualClock", "plan", "udf", "udtf",
            "__version__"]

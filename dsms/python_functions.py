@@ -1,4 +1,4 @@
-"""Python scalar functions: ``Engine.create_function``, ``@dsms.udf``, ``CREATE FUNCTION`` / ``DROP FUNCTION``.
+"""Python functions: ``Engine.create_function``, ``@dsms.udf``, ``@dsms.udtf``, ``CREATE FUNCTION`` / ``DROP FUNCTION``.
 
 A function is known to the catalog by its SQL name and result type
 (``planner/catalog.py::FunctionDef``) and registered once for DuckDB
@@ -6,7 +6,10 @@ A function is known to the catalog by its SQL name and result type
 the DuckDB route. ``CREATE FUNCTION f AS 'package.module.func' LANGUAGE
 PYTHON`` imports the module with the script's folder on the import path;
 the result type comes from ``@dsms.udf(returns=...)`` on the function, or
-from its return annotation (``-> float`` is ``DOUBLE``).
+from its return annotation (``-> float`` is ``DOUBLE``). A table function
+(a generator, one marked ``@dsms.udtf(returns=...)``, or an object with an
+``eval`` method, as PyFlink's ``TableFunction``) gives rows of its
+``returns`` type and is called in ``LATERAL TABLE`` (``planner/bind/udf.py``).
 
 Example:
     >>> import dsms, pyarrow.compute as pc
@@ -32,15 +35,16 @@ import os
 import sys
 from collections.abc import Callable
 
+import pyarrow as pa
 from sqlglot import exp
 
 from .grammar import CreateFunction, Diagnostic, Drop, Span, SqlError
 from .grammar.dialect import parse_expression
 from .planner.catalog import Catalog, FunctionDef
 from .planner.types import parse_type
-from .runtime.udf import PythonFunction, register, takes_arrays, takes_nothing, unique_name
+from .runtime.udf import PythonFunction, register, table_rows, takes_arrays, takes_nothing, unique_name
 
-_ATTRIBUTE = "__dsms_udf__"  # what @udf leaves on a function: (returns, vectorized)
+_ATTRIBUTE = "__dsms_udf__"  # what @udf and @udtf leave on a function: (returns, vectorized, table)
 _ANNOTATED = {float: "DOUBLE", int: "BIGINT", str: "STRING", bool: "BOOLEAN", "float": "DOUBLE", "int": "BIGINT",
               "str": "STRING", "bool": "BOOLEAN"}
 
@@ -51,9 +55,31 @@ def udf(func: Callable | None = None, *, returns: str, vectorized: bool | None =
     ``vectorized`` defaults to whether a parameter is annotated ``pa.Array``.
     """
     def mark(f: Callable) -> Callable:
-        setattr(f, _ATTRIBUTE, (returns, vectorized))
+        setattr(f, _ATTRIBUTE, (returns, vectorized, False))
         return f
     return mark(func) if func is not None else mark
+
+
+def udtf(func: Callable | None = None, *, returns: str):
+    """Declare a Python table function and the SQL type of its rows (``'ROW<word STRING, n INT>'``, or one type
+    for rows of one column ``f0``), for ``LATERAL TABLE(f(x))``.
+
+    It is called with plain values, once per row, and gives that row's rows: it yields them (or returns an
+    iterable of them, or None for none), each a tuple of the fields, a mapping by name, or a value for a one-field
+    ROW.
+    """
+    def mark(f: Callable) -> Callable:
+        setattr(f, _ATTRIBUTE, (returns, False, True))
+        return f
+    return mark(func) if func is not None else mark
+
+
+def _is_table_function(func: Callable) -> bool:
+    marked = getattr(func, _ATTRIBUTE, None)
+    if marked is not None:
+        return marked[2]
+    return inspect.isgeneratorfunction(func) or inspect.isgeneratorfunction(getattr(func, "eval", None)) \
+        or callable(getattr(func, "eval", None))
 
 
 def define_function(catalog: Catalog, name: str, func: Callable, returns: str | None = None,
@@ -66,9 +92,10 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     if hasattr(func, "accumulate") or hasattr(func, "get_value"):
         raise error(f"function {name}: aggregate functions (accumulate / get_value) are not supported yet",
                     help="dsms runs Python scalar functions: one value per row")
-    if inspect.isgeneratorfunction(func) or hasattr(func, "eval"):
-        raise error(f"function {name}: table functions (LATERAL TABLE) are not supported yet",
-                    help="dsms runs Python scalar functions: one value per row")
+    table = _is_table_function(func)
+    marked = getattr(func, _ATTRIBUTE, None)
+    if table and not callable(func):
+        func = func.eval
     if not callable(func):
         raise error(f"function {name}: {func!r} is not callable")
     try:
@@ -78,7 +105,6 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     if not isinstance(call, exp.Anonymous):
         raise error(f"'{name}' cannot name a Python function: it is a built-in function or a keyword",
                     help="choose another name")
-    marked = getattr(func, _ATTRIBUTE, None)
     if returns is None and marked is not None:
         returns = marked[0]
     if vectorized is None and marked is not None:
@@ -87,20 +113,29 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
         returns = _ANNOTATED.get(getattr(func, "__annotations__", {}).get("return"))
     if returns is None:
         raise error(f"function {name}: its result type is not declared",
-                    help="decorate it with @dsms.udf(returns='DOUBLE'), annotate it (-> float), "
-                         "or pass returns= to create_function")
+                    help="decorate it with @dsms.udf(returns='DOUBLE') (a table function: @dsms.udtf(returns="
+                         "'ROW<a INT, b STRING>')), annotate it (-> float), or pass returns= to create_function")
     try:
         result_type = parse_type(returns, span, source)
     except SqlError as e:
         raise error(f"function {name}: {e.diagnostic.message}") from None
     vectorized = takes_arrays(func) if vectorized is None else vectorized
+    registered, call = result_type, func
+    if table:
+        if vectorized:
+            raise error(f"function {name}: a table function takes plain values, not pyarrow arrays",
+                        help="give it one row's values and yield that row's rows")
+        if not pa.types.is_struct(result_type):  # rows of one column, named f0 as in Flink
+            result_type = pa.struct([pa.field("f0", result_type)])
+        registered, call = pa.list_(result_type), table_rows(func, result_type)
     if target is None:
         internal = unique_name(name.lower())
     else:  # the same in every process, so a restored query's plan is the one its checkpoint was taken for
         digest = hashlib.sha256(f"{name.lower()} {target} {result_type}".encode()).hexdigest()[:10]
         internal = f"{name.lower()}__py_{digest}"
-    register(PythonFunction(name, internal, func, result_type, vectorized, nullary=takes_nothing(func)))
-    fn = FunctionDef(name, internal, result_type, target or getattr(func, "__qualname__", repr(func)), temporary)
+    register(PythonFunction(name, internal, call, registered, vectorized, nullary=takes_nothing(func)))
+    fn = FunctionDef(name, internal, result_type, target or getattr(func, "__qualname__", repr(func)), temporary,
+                     table=table)
     catalog.functions[name.lower()] = fn
     return fn
 

@@ -159,7 +159,11 @@ class MaterializedViewDef:
 
 @dataclass(frozen=True, eq=False)
 class FunctionDef:
-    """A Python scalar function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB."""
+    """A Python function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB.
+
+    A table function (``table``) gives rows of ``returns`` (a ROW type); DuckDB calls it as a scalar function
+    that returns the ARRAY of a row's rows, which ``LATERAL TABLE`` unnests.
+    """
 
     name: str
     internal: str
@@ -167,6 +171,7 @@ class FunctionDef:
     target: str  # 'package.module.func', or the Python name of a function given to Engine.create_function
     temporary: bool = True
     object_kind: str = "function"
+    table: bool = False
 
 
 CatalogObject = SourceDef | ViewDef | SinkDef | MaterializedViewDef
@@ -181,7 +186,7 @@ class Catalog:
 
     objects: dict[str, CatalogObject] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_SETTINGS))
-    functions: dict[str, FunctionDef] = field(default_factory=dict)  # Python scalar functions by lower-cased name
+    functions: dict[str, FunctionDef] = field(default_factory=dict)  # Python functions by lower-cased name
 
     def get(self, name: str) -> CatalogObject | None:
         return self.objects.get(name.lower())

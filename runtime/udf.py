@@ -12,6 +12,10 @@ takes plain Python values (``None`` for NULL, as Flink passes it); it is
 called once per distinct argument value when it has one argument (the
 batch is dictionary-encoded), else once per row.
 
+A *table function* (``LATERAL TABLE``) gives rows: :func:`table_rows` makes
+it a function over plain values that returns the list of a row's rows,
+registered like the others with an ``ARRAY<ROW<...>>`` result.
+
 A failure is looked for row by row only once the batch has failed: the
 function is called again on each row alone, so the error names the first
 row it fails on. The error (:class:`UdfError`) travels through DuckDB as
@@ -162,6 +166,40 @@ def _describe(e: Exception) -> str:
 
 def _encodable(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or pa.types.is_dictionary(t))
+
+
+def table_rows(func: Callable, row: pa.StructType) -> Callable:
+    """``func`` (a generator, or a function returning an iterable of rows or None) as a function returning the
+    list of its rows, each a dict of ``row``'s fields.
+
+    A row given may be a tuple or list (the fields in order), a mapping (by name), or, for a one-field ROW,
+    the value itself.
+
+    Example:
+        >>> def split(s):
+        ...     yield from ((w, len(w)) for w in s.split())
+        >>> table_rows(split, pa.struct([("word", pa.string()), ("n", pa.int32())]))("a bc")
+        [{'word': 'a', 'n': 1}, {'word': 'bc', 'n': 2}]
+    """
+    names = [f.name for f in row]
+    single = len(names) == 1
+
+    def rows(*args) -> list[dict]:
+        out = []
+        for item in func(*args) or ():
+            if isinstance(item, dict):
+                out.append(item)
+            elif single and not isinstance(item, (tuple, list)):
+                out.append({names[0]: item})
+            elif isinstance(item, (tuple, list)) and len(item) == len(names):
+                out.append(dict(zip(names, item)))
+            else:
+                raise UdfError(f"it gave the row {item!r}, not {len(names)} field{'s' if len(names) > 1 else ''} "
+                               f"({', '.join(names)})")
+        return out
+
+    rows.__name__ = getattr(func, "__name__", "rows")
+    return rows
 
 
 _FUNCTIONS: dict[str, PythonFunction] = {}

@@ -62,7 +62,7 @@ from .unnest import bind_unnest, is_unnest_join
 
 def bind_query(query: Query | exp.Expression, catalog: Catalog, source: str | None = None) -> L.Node:
     """Bind a query body to a logical plan whose schema is the query's result."""
-    tree = bind_python_calls(query.tree if isinstance(query, Query) else query, catalog)
+    tree = bind_python_calls(query.tree if isinstance(query, Query) else query, catalog, source)
     ctx = BindContext(catalog, source, bind_set=bind_set)
     with binding_zone(session_zone(catalog.settings)):
         node = bind_set(tree, ctx)

@@ -1,4 +1,4 @@
-"""Calls of Python scalar functions (``CREATE FUNCTION``, ``Engine.create_function``), bound before the rest.
+"""Calls of Python functions (``CREATE FUNCTION``, ``Engine.create_function``), bound before the rest.
 
 A call whose name is a Python function of the catalog becomes a
 :class:`PythonCall` wrapped in a ``CAST`` to the function's declared result
@@ -8,23 +8,38 @@ unique in the process, so two engines may each have their own ``f``); the
 runtime and the DuckDB route register it on their connections
 (``runtime/udf.py``); Spark refuses it (``lower/duckdb_only.py``).
 
+A table function is called in ``LATERAL TABLE(f(x)) AS t(a, ...)`` (after
+a comma, ``CROSS JOIN`` or ``LEFT JOIN ... ON TRUE``). Its registered
+function returns the ARRAY of the rows ``f`` gives for a row, so the call
+becomes ``UNNEST(f(x)) AS t(a, ...)`` and is planned as an UNNEST
+(``bind/unnest.py``): a row of the input is repeated once per row of its
+call, and an update of an input row retracts the rows of its old call.
+
 Example:
     >>> import pyarrow as pa
     >>> from sqlglot import exp
-    >>> from dsms.grammar.dialect import parse_expression
+    >>> from dsms.grammar.dialect import parse_expression, parse_query
     >>> from dsms.planner.catalog import Catalog, FunctionDef
     >>> catalog = Catalog()
     >>> catalog.functions["tax"] = FunctionDef("tax", "tax__py1", pa.float64(), "shop.tax")
     >>> bind_python_calls(parse_expression("tax(price) + 1"), catalog).sql("duckdb")
     'CAST(TAX__PY1(price) AS DOUBLE) + 1'
+    >>> catalog.functions["words"] = FunctionDef("words", "words__py2", pa.struct([("f0", pa.string())]), "w",
+    ...                                          table=True)
+    >>> q = parse_query("SELECT w FROM t, LATERAL TABLE(words(s)) AS x(w)")
+    >>> bind_python_calls(q, catalog).args["joins"][0].this.sql("duckdb")
+    'UNNEST(CAST(WORDS__PY2(s) AS STRUCT("f0" TEXT)[])) AS x(w)'
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
-from ..catalog import Catalog
+from ...grammar import Diagnostic, SqlError
+from ..catalog import Catalog, FunctionDef
 from ..logical.nodes import PYTHON_ARGS, PYTHON_NAME
+from ..timeutil import node_span
 from ..types import to_sql_type
 
 _UDF = "dsms_python_function"
@@ -41,23 +56,57 @@ class PythonCall(exp.Expression, exp.Func):
         return self.meta.get(_UDF, "DSMS_PYTHON_CALL")
 
 
-def bind_python_calls(tree: exp.Expression, catalog: Catalog) -> exp.Expression:
-    """``tree`` with each call of a catalog Python function replaced (a new tree when there is any)."""
+def bind_python_calls(tree: exp.Expression, catalog: Catalog, source: str | None = None) -> exp.Expression:
+    """``tree`` with each call of a catalog Python function replaced (a new tree when there is any), and each
+    ``LATERAL TABLE`` of a table function made an UNNEST of its call."""
     if not catalog.functions or tree.find(exp.Anonymous) is None:
         return tree
 
+    def error(message: str, node: exp.Expression, help: str) -> SqlError:
+        return SqlError(Diagnostic(message, node_span(node), source, help=help))
+
     def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Lateral):
+            return _lateral_table(node, catalog, error, rewrite)
         fn = catalog.functions.get(node.name.lower()) if isinstance(node, exp.Anonymous) else None
         if fn is None:
             return node
-        # A call without arguments passes a constant, which DuckDB hands over as a column of the batch's length.
-        call = PythonCall(expressions=[a.copy() for a in node.expressions] or [exp.Literal.number(1)])
-        call.meta[_UDF] = fn.internal
-        call.meta[PYTHON_NAME] = fn.name
-        cast = exp.Cast(this=call, to=to_sql_type(fn.returns))
-        cast.meta.update(node.meta)  # keep the call's place in the statement, for errors
-        cast.meta[PYTHON_NAME] = fn.name  # what EXPLAIN shows (logical/nodes.py::show)
-        cast.meta[PYTHON_ARGS] = bool(node.expressions)
-        return cast
+        if fn.table:
+            raise error(f"{fn.name} is a table function: it gives rows, not a value", node,
+                        help=f"call it in FROM: FROM t, LATERAL TABLE({fn.name}(...)) AS r(...)")
+        return _call(node, fn)
 
     return tree.transform(rewrite, copy=True)
+
+
+def _call(node: exp.Anonymous, fn: FunctionDef) -> exp.Expression:
+    """The call ``node`` of ``fn`` as the call of its registered name, cast to its result type."""
+    # A call without arguments passes a constant, which DuckDB hands over as a column of the batch's length.
+    call = PythonCall(expressions=[a.copy() for a in node.expressions] or [exp.Literal.number(1)])
+    call.meta[_UDF] = fn.internal
+    call.meta[PYTHON_NAME] = fn.name
+    returns = pa.list_(fn.returns) if fn.table else fn.returns
+    cast = exp.Cast(this=call, to=to_sql_type(returns))
+    cast.meta.update(node.meta)  # keep the call's place in the statement, for errors
+    cast.meta[PYTHON_NAME] = fn.name  # what EXPLAIN shows (logical/nodes.py::show)
+    cast.meta[PYTHON_ARGS] = bool(node.expressions)
+    return cast
+
+
+def _lateral_table(node: exp.Lateral, catalog: Catalog, error, rewrite) -> exp.Expression:
+    """``LATERAL TABLE(f(x)) AS t(a, ...)`` of a table function ``f`` as ``UNNEST(f(x)) AS t(a, ...)``."""
+    table = node.this
+    if not (isinstance(table, exp.Anonymous) and table.name.upper() == "TABLE"):
+        return node
+    usage = "LATERAL TABLE(f(x)) AS t(a, ...) with f a Python table function"
+    call = table.expressions[0] if len(table.expressions) == 1 else None
+    fn = catalog.functions.get(call.name.lower()) if isinstance(call, exp.Anonymous) else None
+    if fn is None or not fn.table:
+        what = f"{fn.name} is a scalar function" if fn is not None else "LATERAL TABLE takes one table function call"
+        raise error(what, call or node, help=usage)
+    args = [a.transform(rewrite, copy=True) for a in call.expressions]
+    unnest = exp.Unnest(expressions=[_call(exp.Anonymous(this=call.this, expressions=args), fn)],
+                        alias=node.args.get("alias"))
+    unnest.meta.update(node.meta)
+    unnest.expressions[0].meta.update(call.meta)
+    return unnest
