@@ -444,6 +444,17 @@ KINDS: tuple[AggregateKind, ...] = (COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, STDDE
                                     BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG)
 NAMES = tuple(k.name for k in KINDS) + ("STDDEV", "VARIANCE")
 
+# Flink aggregates dsms does not run yet, by the name a user writes (refused with this list, not as unknown).
+NOT_YET = ("ARRAY_AGG", "COLLECT", "JSON_ARRAYAGG", "JSON_OBJECTAGG")
+NOT_YET_HELP = "LISTAGG(CAST(x AS STRING), sep) joins the values into one string"
+
+
+def written_name(node: exp.Expression) -> str:
+    """The name of a call as a user writes it (``JSON_OBJECTAGG``, not sqlglot's class name)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.upper()
+    return "JSON_OBJECTAGG" if isinstance(node, exp.JSONObjectAgg) else node.sql_name()
+
 
 SEQ = "__seq"  # the arrival number the runtime gives the rows of an ordered aggregate (_Ordered)
 

@@ -33,6 +33,7 @@ from ..grammar.nested import struct_fields
 from ..grammar.sqlbuild import InvalidCall
 from ..grammar.time_functions import FLOOR_CEIL_TO, floor_ceil_operand, format_timestamp
 from .aggregate_kinds import NAMES as AGGREGATE_NAMES
+from .aggregate_kinds import NOT_YET, NOT_YET_HELP
 from .bind.time_zone import LOCAL_TIME_CALLS, lower_local_time, lower_zoned_cast
 from .timeutil import node_span
 
@@ -75,6 +76,9 @@ def check_function(node: exp.Func, source: str | None) -> None:
         raise SqlError(Diagnostic(node.this.name, node_span(node), source))
     if isinstance(node, exp.Anonymous):
         name = node.name.upper()
+        if name in NOT_YET:
+            raise SqlError(Diagnostic(f"aggregate {name} is not supported yet", node_span(node), source,
+                                      help=NOT_YET_HELP))
         raise SqlError(Diagnostic(f"unknown function '{node.name}'", node_span(node), source,
                                   help=did_you_mean(name, SCALAR_FUNCTIONS + sorted(AGGREGATES))))
     for cls, why in _REFUSED.items():

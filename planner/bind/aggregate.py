@@ -12,7 +12,17 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar.dialect import GroupWindow
-from ..aggregate_kinds import COUNT, NAMES, AggregateKind, AggregateTypeError, is_aggregate, kind_of
+from ..aggregate_kinds import (
+    COUNT,
+    NAMES,
+    NOT_YET,
+    NOT_YET_HELP,
+    AggregateKind,
+    AggregateTypeError,
+    is_aggregate,
+    kind_of,
+    written_name,
+)
 from ..analysis.window_aggregate import as_window_aggregate
 from ..logical import nodes as L
 from ..types import unique_name
@@ -222,9 +232,10 @@ def _kind_and_argument(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKi
     kind = kind_of(a)
     if isinstance(a, exp.Grouping):
         raise ctx.error("GROUPING(...) needs a GROUP BY that names its arguments", a)
+    if kind is None and written_name(a) in NOT_YET:
+        raise ctx.error(f"aggregate {written_name(a)} is not supported yet", a, help=NOT_YET_HELP)
     if kind is None:
-        raise ctx.error(f"aggregate {a.sql_name() if not isinstance(a, exp.Anonymous) else a.name} is not supported",
-                        a, help="use one of " + ", ".join(NAMES))
+        raise ctx.error(f"aggregate {written_name(a)} is not supported", a, help="use one of " + ", ".join(NAMES))
     args = list(a.expressions) if isinstance(a, exp.Anonymous) else [e for e in [a.this] if e is not None]
     try:
         return kind.with_arguments(args[1:]), (args[0] if args else None)
