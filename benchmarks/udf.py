@@ -1,4 +1,4 @@
-"""Python scalar functions inside the 10-second TUMBLE per ad, against the same query with built-in SQL.
+"""Python functions inside the 10-second TUMBLE per ad, against the same query with built-in SQL.
 
 The generated ad impressions (``common.impressions``) are aggregated per
 ad and 10-second window with ``SUM(gross(cost))``, where ``gross`` is
@@ -6,7 +6,10 @@ ad and 10-second window with ``SUM(gross(cost))``, where ``gross`` is
 * ``built-in``: the SQL expression ``cost * 1.2``;
 * ``vectorized``: a Python function over pyarrow arrays (``pc.multiply(cost, 1.2)``);
 * ``mapped``: a Python function over plain values (``cost * 1.2``), called once per distinct value
-  of each vector DuckDB hands it (costs rarely repeat here, so about once per row).
+  of each vector DuckDB hands it (costs rarely repeat here, so about once per row);
+
+and, for the aggregate itself, ``aggregate``: ``py_sum(cost * 1.2)``, a Python aggregate function
+(``create_accumulator`` / ``accumulate`` / ``get_value``) in place of the built-in ``SUM``.
 
 Each variant runs on the incremental runtime and on the DuckDB route; the
 ratio is the built-in query's time over the variant's (1.0: as fast as
@@ -28,10 +31,24 @@ sys.path.insert(0, HERE)
 
 from common import impressions, impressions_ddl  # noqa: E402
 
-QUERY = """SELECT window_start, window_end, ad_id, COUNT(*) AS impressions, SUM({gross}) AS gross
+QUERY = """SELECT window_start, window_end, ad_id, COUNT(*) AS impressions, {gross} AS gross
            FROM TABLE(TUMBLE(TABLE impressions, DESCRIPTOR(ts), INTERVAL '10' SECOND))
            GROUP BY window_start, window_end, ad_id"""
-VARIANTS = {"built-in": "cost * 1.2", "vectorized": "gross_arrow(cost)", "mapped": "gross_value(cost)"}
+VARIANTS = {"built-in": "SUM(cost * 1.2)", "vectorized": "SUM(gross_arrow(cost))", "mapped": "SUM(gross_value(cost))",
+            "aggregate": "py_sum(cost * 1.2)"}
+
+
+class PySum:
+    """A Python aggregate function: the sum of its values."""
+
+    def create_accumulator(self):
+        return [0.0]
+
+    def accumulate(self, acc, value):
+        acc[0] += value
+
+    def get_value(self, acc) -> float:
+        return acc[0]
 
 
 def time_variant(path: str, out: str, route: str, variant: str, batch: int) -> tuple[float, int]:
@@ -49,6 +66,7 @@ def time_variant(path: str, out: str, route: str, variant: str, batch: int) -> t
     engine = dsms.Engine()
     engine.create_function("gross_arrow", gross_arrow, returns="DOUBLE")
     engine.create_function("gross_value", gross_value, returns="DOUBLE")
+    engine.create_function("py_sum", PySum())
     engine.execute(f"SET 'engine' = '{route}'")
     engine.scheduler.batch_rows = batch
     engine.execute(impressions_ddl(path))

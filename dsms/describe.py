@@ -36,7 +36,7 @@ def show_catalog(catalog: Catalog, stmt: Show) -> pa.Table:
 def show_functions(catalog: Catalog) -> pa.Table:
     """The built-in scalar functions, then the Python functions (``CREATE FUNCTION``) with what they run."""
     rows = [{"name": n, "kind": "built-in", "definition": ""} for n in SCALAR_FUNCTIONS]
-    rows += [{"name": f.name, "kind": ("python table" if f.table else "python") + (", temporary" if f.temporary else ""),
+    rows += [{"name": f.name, "kind": ("python table" if f.table else "python aggregate" if f.aggregate else "python") + (", temporary" if f.temporary else ""),
               "definition": f"{f.target} RETURNS {sql_name(f.returns)}"}
              for f in sorted(catalog.functions.values(), key=lambda f: f.name.lower())]
     return rows_table(rows, ["name", "kind", "definition"])

@@ -10,6 +10,9 @@ from its return annotation (``-> float`` is ``DOUBLE``). A table function
 (a generator, one marked ``@dsms.udtf(returns=...)``, or an object with an
 ``eval`` method, as PyFlink's ``TableFunction``) gives rows of its
 ``returns`` type and is called in ``LATERAL TABLE`` (``planner/bind/udf.py``).
+An aggregate function (an object or class with ``create_accumulator``,
+``accumulate`` and ``get_value``) is registered through its finisher
+(``planner/python_aggregate.py``).
 
 Example:
     >>> import dsms, pyarrow.compute as pc
@@ -41,8 +44,18 @@ from sqlglot import exp
 from .grammar import CreateFunction, Diagnostic, Drop, Span, SqlError
 from .grammar.dialect import parse_expression
 from .planner.catalog import Catalog, FunctionDef
+from .planner.python_aggregate import PythonAggregate
 from .planner.types import parse_type
-from .runtime.udf import PythonFunction, register, table_rows, takes_arrays, takes_nothing, unique_name
+from .runtime.udf import (
+    PythonFunction,
+    aggregate_finisher,
+    finish_in_arrow,
+    register,
+    table_rows,
+    takes_arrays,
+    takes_nothing,
+    unique_name,
+)
 
 _ATTRIBUTE = "__dsms_udf__"  # what @udf and @udtf leave on a function: (returns, vectorized, table)
 _ANNOTATED = {float: "DOUBLE", int: "BIGINT", str: "STRING", bool: "BOOLEAN", "float": "DOUBLE", "int": "BIGINT",
@@ -89,15 +102,6 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     def error(message: str, help: str | None = None) -> SqlError:
         return SqlError(Diagnostic(message, span, source, help=help))
 
-    if hasattr(func, "accumulate") or hasattr(func, "get_value"):
-        raise error(f"function {name}: aggregate functions (accumulate / get_value) are not supported yet",
-                    help="dsms runs Python scalar functions: one value per row")
-    table = _is_table_function(func)
-    marked = getattr(func, _ATTRIBUTE, None)
-    if table and not callable(func):
-        func = func.eval
-    if not callable(func):
-        raise error(f"function {name}: {func!r} is not callable")
     try:
         call = parse_expression(f"{name}(1)")
     except SqlError:
@@ -105,6 +109,14 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
     if not isinstance(call, exp.Anonymous):
         raise error(f"'{name}' cannot name a Python function: it is a built-in function or a keyword",
                     help="choose another name")
+    if hasattr(func, "accumulate") or hasattr(func, "get_value"):
+        return _define_aggregate(catalog, name, func, returns, target, temporary, error)
+    table = _is_table_function(func)
+    marked = getattr(func, _ATTRIBUTE, None)
+    if table and not callable(func):
+        func = func.eval
+    if not callable(func):
+        raise error(f"function {name}: {func!r} is not callable")
     if returns is None and marked is not None:
         returns = marked[0]
     if vectorized is None and marked is not None:
@@ -128,16 +140,51 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
         if not pa.types.is_struct(result_type):  # rows of one column, named f0 as in Flink
             result_type = pa.struct([pa.field("f0", result_type)])
         registered, call = pa.list_(result_type), table_rows(func, result_type)
-    if target is None:
-        internal = unique_name(name.lower())
-    else:  # the same in every process, so a restored query's plan is the one its checkpoint was taken for
-        digest = hashlib.sha256(f"{name.lower()} {target} {result_type}".encode()).hexdigest()[:10]
-        internal = f"{name.lower()}__py_{digest}"
+    internal = _internal_name(name, target, result_type)
     register(PythonFunction(name, internal, call, registered, vectorized, nullary=takes_nothing(func)))
     fn = FunctionDef(name, internal, result_type, target or getattr(func, "__qualname__", repr(func)), temporary,
                      table=table)
     catalog.functions[name.lower()] = fn
     return fn
+
+
+def _define_aggregate(catalog: Catalog, name: str, func, returns: str | None, target: str | None, temporary: bool,
+                      error) -> FunctionDef:
+    """Register an aggregate function (an object, or a class, with ``create_accumulator``, ``accumulate`` and
+    ``get_value``, as PyFlink's ``AggregateFunction``) through its finisher (``planner/python_aggregate.py``)."""
+    if inspect.isclass(func):
+        func = func()
+    missing = [m for m in ("create_accumulator", "accumulate", "get_value") if not callable(getattr(func, m, None))]
+    if missing:
+        raise error(f"aggregate function {name}: it has no {', '.join(missing)}",
+                    help="define create_accumulator(), accumulate(acc, value) and get_value(acc)")
+    marked = getattr(func, _ATTRIBUTE, None)
+    returns = returns or (marked[0] if marked else None)
+    if returns is None:
+        returns = _ANNOTATED.get(getattr(func.get_value, "__annotations__", {}).get("return"))
+    if returns is None:
+        raise error(f"aggregate function {name}: its result type is not declared",
+                    help="pass returns= to create_function, decorate the class with @dsms.udf(returns='DOUBLE'), "
+                         "or annotate get_value (-> float)")
+    try:
+        result_type = parse_type(returns)
+    except SqlError as e:
+        raise error(f"aggregate function {name}: {e.diagnostic.message}") from None
+    internal = _internal_name(name, target, result_type)
+    finisher = PythonFunction(name, internal, aggregate_finisher(func), result_type, vectorized=True)
+    register(finisher)
+    kind = PythonAggregate(name, internal, result_type, finish_in_arrow(finisher, f"the aggregate {name}"))
+    fn = FunctionDef(name, internal, result_type, target or type(func).__qualname__, temporary, aggregate=kind)
+    catalog.functions[name.lower()] = fn
+    return fn
+
+
+def _internal_name(name: str, target: str | None, result_type) -> str:
+    if target is None:
+        return unique_name(name.lower())
+    # the same in every process, so a restored query's plan is the one its checkpoint was taken for
+    digest = hashlib.sha256(f"{name.lower()} {target} {result_type}".encode()).hexdigest()[:10]
+    return f"{name.lower()}__py_{digest}"
 
 
 def function_key(name: str) -> str:

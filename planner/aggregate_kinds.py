@@ -100,6 +100,7 @@ class AggregateKind(ABC):
     distinct_is_same = False  # DISTINCT is allowed and changes nothing (MIN, MAX)
     in_over = False  # computed over OVER windows (planner/sqlgen_over.py)
     ordered = False  # its value depends on the arrival order of the rows (_Ordered)
+    python = False  # a Python aggregate function (python_aggregate.py)
     numeric_only = False
     integer_only = False
 
@@ -459,8 +460,13 @@ def written_name(node: exp.Expression) -> str:
 SEQ = "__seq"  # the arrival number the runtime gives the rows of an ordered aggregate (_Ordered)
 
 
+BOUND_KIND = "dsms_aggregate_kind"  # a call's kind the binder chose (a Python aggregate function: python_aggregate.py)
+
+
 def kind_of(node: exp.Expression) -> AggregateKind | None:
     """The aggregate kind of a parsed call, or None if it is not an aggregate dsms knows."""
+    if BOUND_KIND in node.meta:
+        return node.meta[BOUND_KIND]
     for k in KINDS:
         if type(node) in k.sql_classes or (isinstance(node, exp.Anonymous) and node.name.upper() in k.sql_names):
             return k

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from ..grammar import Diagnostic, Name, SqlError
 from ..grammar.diagnostics import did_you_mean
+from .aggregate_kinds import AggregateKind
 from .connectors import ConnectorDescriptor, find
 from .types import Schema
 
@@ -161,7 +162,8 @@ class MaterializedViewDef:
 class FunctionDef:
     """A Python function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB.
 
-    A table function (``table``) gives rows of ``returns`` (a ROW type); DuckDB calls it as a scalar function
+    An aggregate function has its kind (``aggregate``); ``internal`` is then its finisher's name. A table
+    function (``table``) gives rows of ``returns`` (a ROW type); DuckDB calls it as a scalar function
     that returns the ARRAY of a row's rows, which ``LATERAL TABLE`` unnests.
     """
 
@@ -172,6 +174,7 @@ class FunctionDef:
     temporary: bool = True
     object_kind: str = "function"
     table: bool = False
+    aggregate: AggregateKind | None = None  # an aggregate function's kind (python_aggregate.py)
 
 
 CatalogObject = SourceDef | ViewDef | SinkDef | MaterializedViewDef

@@ -12,6 +12,10 @@ takes plain Python values (``None`` for NULL, as Flink passes it); it is
 called once per distinct argument value when it has one argument (the
 batch is dictionary-encoded), else once per row.
 
+A Python *aggregate function* is called through its finisher
+(:func:`aggregate_finisher`, ``planner/python_aggregate.py``): a function
+over the lists of values of each group.
+
 A *table function* (``LATERAL TABLE``) gives rows: :func:`table_rows` makes
 it a function over plain values that returns the list of a row's rows,
 registered like the others with an ``ARRAY<ROW<...>>`` result.
@@ -150,13 +154,17 @@ class PythonFunction:
             try:
                 self._conform(self._apply(row), 1)
             except Exception as e:  # the first row that fails alone
-                shown = ", ".join(repr(a[0].as_py()) for a in row)
+                shown = ", ".join(_short(repr(a[0].as_py())) for a in row)
                 error = UdfError(f"the Python function {self.name} failed on the row {self.name}({shown}): "
                                  f"{_describe(e)}")
                 break
         else:  # no row fails alone: the batch as a whole is what it cannot take
             error = UdfError(f"the Python function {self.name} failed on a batch of {rows} rows: {_describe(cause)}")
         return error
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _describe(e: Exception) -> str:
@@ -200,6 +208,46 @@ def table_rows(func: Callable, row: pa.StructType) -> Callable:
 
     rows.__name__ = getattr(func, "__name__", "rows")
     return rows
+
+
+def aggregate_finisher(function) -> Callable:
+    """The finisher of a Python aggregate ``function`` (``create_accumulator``, ``accumulate``, ``get_value``):
+    ``(values, counts)`` list arrays -> one result per list, each value accumulated its count times (once when
+    ``counts`` is NULL); NULL values are skipped, as the built-in aggregates skip them.
+
+    Example:
+        >>> class Total:
+        ...     def create_accumulator(self): return [0]
+        ...     def accumulate(self, acc, v): acc[0] += v
+        ...     def get_value(self, acc): return acc[0]
+        >>> aggregate_finisher(Total())(pa.array([[1, 2], [], None]), pa.array([[2, 1], None, None]))
+        [4, 0, 0]
+    """
+    def finish(values: pa.Array, counts: pa.Array | None = None) -> list:
+        lists = values.to_pylist()
+        repeats = counts.to_pylist() if counts is not None else [None] * len(lists)
+        out = []
+        for group, times in zip(lists, repeats):
+            acc = function.create_accumulator()
+            for i, v in enumerate(group or ()):
+                if v is not None:
+                    for _ in range(int(times[i]) if times else 1):
+                        function.accumulate(acc, v)
+            out.append(function.get_value(acc))
+        return out
+
+    return finish
+
+
+def finish_in_arrow(fn: PythonFunction, where: str) -> Callable[[pa.Array], pa.Array]:
+    """``fn`` (a registered finisher) over a list array alone, its failure a PythonFunctionError naming ``where``."""
+    def finish(values: pa.Array) -> pa.Array:
+        try:
+            return fn(values, pa.nulls(len(values), pa.list_(pa.int64())))
+        except UdfError as e:
+            raise PythonFunctionError(f"{e} (in {where})") from None
+
+    return finish
 
 
 _FUNCTIONS: dict[str, PythonFunction] = {}

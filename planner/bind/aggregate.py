@@ -300,6 +300,10 @@ def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext
 
 def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, ctx: BindContext) -> None:
     """Merging windows (sessions) merge in time order, so an aggregate in arrival order has no meaning there."""
+    python = [a for a in w.aggs if a.kind.python]
+    if python:
+        raise ctx.error(f"the Python aggregate function {python[0].kind.name} is not supported in a {w.window.kind} "
+                        "window yet", at, help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
     ordered = [a for a in w.aggs if a.kind.ordered]
     if ordered:
         sliced = "/".join(k.name for k in WINDOW_KINDS.values() if not k.merging)

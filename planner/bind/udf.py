@@ -8,6 +8,10 @@ unique in the process, so two engines may each have their own ``f``); the
 runtime and the DuckDB route register it on their connections
 (``runtime/udf.py``); Spark refuses it (``lower/duckdb_only.py``).
 
+A call of an aggregate function becomes a :class:`PythonAggregateCall`
+carrying its kind (``planner/python_aggregate.py``), which the aggregate
+binder takes like a built-in aggregate.
+
 A table function is called in ``LATERAL TABLE(f(x)) AS t(a, ...)`` (after
 a comma, ``CROSS JOIN`` or ``LEFT JOIN ... ON TRUE``). Its registered
 function returns the ARRAY of the rows ``f`` gives for a row, so the call
@@ -37,8 +41,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar import Diagnostic, SqlError
+from ..aggregate_kinds import BOUND_KIND
 from ..catalog import Catalog, FunctionDef
 from ..logical.nodes import PYTHON_ARGS, PYTHON_NAME
+from ..python_aggregate import PythonAggregateCall
 from ..timeutil import node_span
 from ..types import to_sql_type
 
@@ -74,6 +80,14 @@ def bind_python_calls(tree: exp.Expression, catalog: Catalog, source: str | None
         if fn.table:
             raise error(f"{fn.name} is a table function: it gives rows, not a value", node,
                         help=f"call it in FROM: FROM t, LATERAL TABLE({fn.name}(...)) AS r(...)")
+        if fn.aggregate is not None:
+            if len(node.expressions) != 1:
+                raise error(f"the aggregate function {fn.name} takes one argument", node,
+                            help="pass several values as one ROW(...)")
+            agg = PythonAggregateCall(this=node.expressions[0].transform(rewrite, copy=True))
+            agg.meta.update(node.meta)
+            agg.meta[BOUND_KIND] = fn.aggregate
+            return agg
         return _call(node, fn)
 
     return tree.transform(rewrite, copy=True)

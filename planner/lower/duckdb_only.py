@@ -55,6 +55,11 @@ def duckdb_only_call(root: L.Node) -> tuple[str, str] | None:
     for node in L.walk(root):
         if not is_dataclass(node):
             continue
+        python = next((a for a in getattr(node, "aggs", ()) if getattr(a, "kind", None) and a.kind.python), None)
+        if python is not None:
+            return (f"call the Python aggregate function {python.kind.name}",
+                    "Python functions run inside DuckDB (registered on its connections); the duckdb route runs them "
+                    "too")
         for f in fields(node):
             if f.name in ("input", "inputs"):
                 continue

@@ -3,7 +3,8 @@ the arrival numbers that ordered aggregates (FIRST_VALUE, LAST_VALUE, LISTAGG) r
 
 Window and session operators keep partial aggregates (planner/aggregate_kinds.py)
 as Arrow rows per (pane, key) and merge them with a hash group-by. Arrow's
-group-by does ``sum``, ``min`` and ``max``; the bitwise merges (``bit_and``,
+group-by does ``sum``, ``min`` and ``max``; ``list`` (a Python aggregate's values) concatenates the
+lists; the bitwise merges (``bit_and``,
 ``bit_or``, ``bit_xor``) are done with numpy's ``reduceat`` over the rows
 in group order::
 
@@ -55,6 +56,8 @@ def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]],
         column = table.column(c)
         if how in _BITWISE:
             merged = _bitwise(column, how, order, offsets)
+        elif how == "list":
+            merged = _concatenated(column, order, offsets)
         else:
             order_column, separator = (ordered or {})[c]
             merged = _in_order(column, table.column(order_column), how, separator, order, offsets, groups)
@@ -70,6 +73,14 @@ def _bitwise(column: pa.ChunkedArray, how: str, order: np.ndarray, offsets: np.n
     present = np.add.reduceat(column.is_valid().to_numpy(zero_copy_only=False)[order].astype(np.int64), starts) \
         if len(starts) else np.zeros(0, dtype=np.int64)
     return pc.if_else(pa.array(present > 0), pa.array(merged).cast(column.type), None)
+
+
+def _concatenated(column: pa.ChunkedArray, order: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """Per group: its rows' lists one after the other (a NULL list adds nothing)."""
+    lists = column.combine_chunks().take(pa.array(order, pa.int64()))
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    ends = np.concatenate([[0], np.cumsum(lengths)])
+    return pa.ListArray.from_arrays(pa.array(ends[offsets], pa.int32()), lists.flatten(), type=column.type)
 
 
 def _in_order(column: pa.ChunkedArray, order_column: pa.ChunkedArray, how: str, separator: str | None,
