@@ -46,6 +46,13 @@ TUMBLE_ORACLE = """SELECT time_bucket(INTERVAL '10 seconds', ts) AS window_start
 HOP = """SELECT window_start, k, mid(v) FILTER (WHERE price > 20) AS m
          FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))
          GROUP BY window_start, window_end, k"""
+CUMULATE = """SELECT window_start, window_end, k, mid(v) AS m
+              FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))
+              GROUP BY window_start, window_end, k"""
+CUMULATE_ORACLE = """SELECT time_bucket(INTERVAL '10 seconds', ts) AS window_start, window_end, k, median(v) AS m
+                     FROM (SELECT *, unnest(list_distinct([time_bucket(INTERVAL '5 seconds', ts) + INTERVAL '5 seconds',
+                                          time_bucket(INTERVAL '10 seconds', ts) + INTERVAL '10 seconds'])) AS window_end
+                           FROM ev) GROUP BY ALL"""
 HOP_ORACLE = """SELECT time_bucket(INTERVAL '5 seconds', ts) - i * INTERVAL '5 seconds' AS window_start, k,
                        median(v) FILTER (WHERE price > 20) AS m
                 FROM ev CROSS JOIN (VALUES (0), (1)) AS o(i) GROUP BY ALL"""
@@ -66,7 +73,7 @@ def test_a_group_aggregate_over_a_stream_matches_duckdb_over_small_batches():
     assert rows(q.snapshot()) == rows(duck("SELECT k, median(v) AS m, COUNT(v) AS n FROM ev GROUP BY k", ev=data))
 
 
-def test_tumble_and_hop_windows_on_the_runtime_match_duckdb():
+def test_tumble_hop_and_cumulate_windows_on_the_runtime_match_duckdb():
     data = events(600, seed=12)
     engine = engine_with_median()
     engine.execute(DDL)
@@ -80,11 +87,12 @@ def test_tumble_and_hop_windows_on_the_runtime_match_duckdb():
     in_order = events(400, seed=13, disorder_s=0, dup_rate=0.3)  # none late: every hop window counts every row
     engine = engine_with_median()
     engine.execute(DDL)
-    hop = engine.query(HOP)
+    hop, cumulate = engine.query(HOP), engine.query(CUMULATE)
     feed(engine, "ev", in_order, max_batch=17)
     engine.end_input("ev")
     engine.run_until_idle()
     assert rows(hop.snapshot()) == rows(duck(HOP_ORACLE, ev=in_order))
+    assert rows(cumulate.snapshot()) == rows(duck(CUMULATE_ORACLE, ev=in_order))
 
 
 @pytest.mark.parametrize("route", ["runtime", "duckdb"])
