@@ -9,6 +9,7 @@ compared with DuckDB's over the rows that remain.
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import statistics
@@ -217,3 +218,33 @@ def test_the_spark_route_refuses_it_naming_the_route_that_runs_it(tmp_path):
     with pytest.raises(dsms.DsmsError, match="Python aggregate function mid") as e:
         engine.query("SELECT k, mid(v) AS m FROM ev GROUP BY k")
     assert "duckdb" in str(e.value)
+
+
+def test_a_standing_query_goes_on_from_its_checkpoint_after_a_restart(tmp_path):
+    (tmp_path / "totals.py").write_text(textwrap.dedent('''
+        class Total:
+            def create_accumulator(self):
+                return [0]
+
+            def accumulate(self, acc, v):
+                acc[0] += v
+
+            def get_value(self, acc) -> int:
+                return acc[0]
+    '''))
+    state = str(tmp_path / "state")
+    window = ("SELECT window_start, k, tot(v) AS t FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+              "GROUP BY window_start, window_end, k")
+    with dsms.Engine(state_dir=state, base_dir=str(tmp_path)) as engine:
+        engine.execute("CREATE FUNCTION tot AS 'totals.Total'")
+        engine.execute(DDL)
+        engine.execute(f"CREATE MATERIALIZED VIEW w AS {window}")
+        engine.execute("CREATE MATERIALIZED VIEW g AS SELECT k, tot(v) AS t FROM ev GROUP BY k")
+        engine.insert("ev", [("a", 1, 0.0, "2024-01-01 00:00:01"), ("a", 2, 0.0, "2024-01-01 00:00:02")])
+        engine.run_until_idle()
+        engine.checkpoint()
+    with dsms.Engine(state_dir=state, base_dir=str(tmp_path)) as engine:  # the function is imported again
+        engine.insert("ev", [("a", 4, 0.0, "2024-01-01 00:00:03"), ("a", 8, 0.0, "2024-01-01 00:00:30")])
+        engine.run_until_idle()
+        assert rows(engine.execute("SELECT * FROM w").table) == [(datetime.datetime(2024, 1, 1), "a", 7)]
+        assert rows(engine.execute("SELECT * FROM g").table) == [("a", 15)]
