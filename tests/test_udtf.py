@@ -171,7 +171,7 @@ def test_misuses_are_refused_with_what_to_change():
     assert "LATERAL TABLE(words(...))" in str(e.value) and "column 8" in str(e.value)
     with pytest.raises(SqlError, match="shout is a scalar function"):
         engine.query("SELECT id FROM ev, LATERAL TABLE(shout(s)) AS t(x)")
-    with pytest.raises(SqlError, match="gives 2 columns, but the alias names 1"):
+    with pytest.raises(SqlError, match="the table function words gives 2 columns, but the alias names 1"):
         engine.query("SELECT id FROM ev, LATERAL TABLE(words(s)) AS t(x)")
     with pytest.raises(SqlError, match="takes plain values"):
         engine.create_function("bad", words, returns="STRING", vectorized=True)

@@ -49,6 +49,7 @@ from ..timeutil import node_span
 from ..types import to_sql_type
 
 _UDF = "dsms_python_function"
+LATERAL_TABLE = "dsms_lateral_table"  # on an UNNEST made from LATERAL TABLE: the table function's name
 
 
 class PythonCall(exp.Expression, exp.Func):
@@ -122,5 +123,6 @@ def _lateral_table(node: exp.Lateral, catalog: Catalog, error, rewrite) -> exp.E
     unnest = exp.Unnest(expressions=[_call(exp.Anonymous(this=call.this, expressions=args), fn)],
                         alias=node.args.get("alias"))
     unnest.meta.update(node.meta)
+    unnest.meta[LATERAL_TABLE] = fn.name
     unnest.expressions[0].meta.update(call.meta)
     return unnest

@@ -17,6 +17,7 @@ from ..logical.unnest import Unnest
 from ..types import sql_name, unique_name
 from .context import BindContext
 from .expressions import Scope, ScopeColumn, bind_scalar, infer_type
+from .udf import LATERAL_TABLE
 
 _USAGE = "CROSS JOIN UNNEST(x) AS t(a, ...) or LEFT JOIN UNNEST(x) AS t(a, ...) ON TRUE"
 
@@ -71,7 +72,9 @@ def _names(call: exp.Unnest, alias, dtype: pa.DataType, defaults: tuple, ctx: Bi
     if given and len(given) != wanted:
         what = f"{len(defaults)} column{'s' if len(defaults) > 1 else ''}" + (" and the ordinality" if ordinality else "")
         example = ", ".join(list(defaults) + (["n"] if ordinality else []))
-        raise ctx.error(f"UNNEST of {sql_name(dtype)} gives {what}, but the alias names {len(given)}",
+        lateral = call.meta.get(LATERAL_TABLE)
+        source = f"the table function {lateral}" if lateral else f"UNNEST of {sql_name(dtype)}"
+        raise ctx.error(f"{source} gives {what}, but the alias names {len(given)}",
                         alias or call, help=f"name {wanted}: AS t({example})")
     return given or list(defaults) + (["ORDINALITY"] if ordinality else []), ordinality
 
