@@ -97,7 +97,7 @@ def test_tumble_hop_and_cumulate_windows_on_the_runtime_match_duckdb():
 
 
 @pytest.mark.parametrize("route", ["runtime", "duckdb"])
-def test_windows_over_a_file_on_both_routes(tmp_path, route):
+def test_windows_and_a_group_aggregate_over_a_file_on_both_routes(tmp_path, route):
     data = events(400, seed=14, disorder_s=0)
     path = tmp_path / "ev.jsonl"
     path.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat(sep=" ")}) + "\n" for r in data.to_pylist()))
@@ -107,9 +107,12 @@ def test_windows_over_a_file_on_both_routes(tmp_path, route):
     engine.execute(f"SET 'engine' = '{route}'")
     assert engine.explain(TUMBLE).startswith(f"route: {route}")
     q, hop = engine.query(TUMBLE), engine.query(HOP)
+    grouped = engine.query("SELECT k, mid(v) FILTER (WHERE price > 20) AS m FROM ev GROUP BY k")
     engine.run_until_idle()
     assert rows(q.snapshot()) == rows(duck(TUMBLE_ORACLE, ev=data))
     assert rows(hop.snapshot()) == rows(duck(HOP_ORACLE, ev=data))
+    assert rows(grouped.snapshot()) == rows(duck("SELECT k, median(v) FILTER (WHERE price > 20) AS m FROM ev "
+                                                 "GROUP BY k", ev=data))
 
 
 def test_an_updating_input_retracts_values_and_recomputes_the_result():
