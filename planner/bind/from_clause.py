@@ -60,8 +60,9 @@ def _bind_table_function(inner: exp.Expression, alias: str | None, ctx: BindCont
     if isinstance(inner, exp.Anonymous) and inner.name.upper() == "LATE":
         node = bind_late(inner, ctx)
         return node, Scope.of(node.schema, alias or "late")
+    kinds = [k.name for k in WINDOW_KINDS.values()]
     raise ctx.error(f"unknown table function '{inner.sql_name() if not isinstance(inner, exp.Anonymous) else inner.name}'",
-                    inner, help="window functions are TUMBLE, HOP, SESSION and CUMULATE")
+                    inner, help=f"window functions are {', '.join(kinds[:-1])} and {kinds[-1]}")
 
 
 def bind_late(call: exp.Anonymous, ctx: BindContext) -> LateScan:
