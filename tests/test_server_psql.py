@@ -28,6 +28,15 @@ DESCRIBE clicks;
 PAUSE QUERY per_ad;
 RESUME QUERY per_ad;
 SHOW PROGRESS per_ad;
+CREATE TABLE ads (ad BIGINT, name VARCHAR, PRIMARY KEY (ad) NOT ENFORCED) WITH (connector = 'memory');
+INSERT INTO ads VALUES (1, 'shoes'), (2, 'hats');
+CREATE VIEW cheap AS SELECT ad, price FROM clicks WHERE price < 0.5;
+SELECT ad, name FROM ads;
+SELECT ad, price FROM cheap;
+EXPLAIN SELECT ad, COUNT(*) AS n FROM clicks GROUP BY ad;
+DROP QUERY per_ad;
+SHOW QUERIES;
+SELECT INTERVAL '1' HOUR AS h, INTERVAL '14' MONTH AS m, INTERVAL '2' DAY AS d;
 """
 
 
@@ -50,6 +59,21 @@ def test_a_session_script_runs_every_kind_of_statement(server, tmp_path):
     assert any(line.startswith("ts|TIMESTAMP(3)|") for line in lines)
     assert "NOTICE:  Paused query per_ad" in done.stderr and "NOTICE:  Resumed query per_ad" in done.stderr
     assert any(line.startswith("per_ad|#1 Aggregate(keys=[ad]") for line in lines)
+    assert "1|shoes" in lines and "2|hats" in lines  # the table, then the view: the clicks priced under 0.5
+    assert "1|0.1" in lines and "2|0.2" in lines and "1|0.7" not in lines
+    plan = lines.index(next(line for line in lines if line.startswith("route: runtime")))  # EXPLAIN's plan
+    assert "#1 Aggregate(keys=[ad], aggs=[COUNT(*) AS agg0])" in lines[plan + 2]
+    assert "NOTICE:  Dropped materialized view per_ad" in done.stderr
+    assert not any(line.startswith("per_ad|") for line in lines[lines.index("2|0.2"):])  # gone from SHOW QUERIES
+    assert lines[-1] == "01:00:00|1 year 2 mons|2 days"  # intervals as PostgreSQL prints them
+
+
+def test_set_belongs_to_the_connection(server):
+    default = server.psql("-At", "-c", "SET").stdout
+    assert "batch.size|65536" in default.splitlines()
+    mine = server.psql("-At", "-c", "SET 'batch.size' = '7'", "-c", "SET").stdout
+    assert "batch.size|7" in mine.splitlines()
+    assert server.psql("-At", "-c", "SET").stdout == default  # another connection still has the defaults
 
 
 def test_an_error_comes_back_with_its_sqlstate_and_caret(server):
