@@ -101,7 +101,12 @@ def test_describe_meta_commands_list_streams_views_and_columns(server):
     assert " amount | numeric                     |" in columns
     assert " ts     | timestamp without time zone |" in columns
     assert 'Materialized view "public.totals"' in server.psql("-c", "\\d totals").stdout
-    assert "PostgreSQL 16.0 (dsms" in server.psql("-c", "SELECT version()").stdout
+    version = server.psql("-c", "SELECT version()").stdout.splitlines()
+    assert version[0].strip() == "version" and "PostgreSQL 16.0 (dsms" in version[2]  # named as PostgreSQL does
+    roles = server.psql("-c", "\\du").stdout
+    assert "List of roles" in roles and " dsms      | Superuser" in roles
+    databases = server.psql("-c", "\\l").stdout
+    assert " dsms | dsms  | UTF8     |" in databases
 
 
 def test_a_file_path_outside_the_data_roots_is_refused(server, tmp_path):
@@ -112,6 +117,14 @@ def test_a_file_path_outside_the_data_roots_is_refused(server, tmp_path):
     out = server.psql("-c", "CREATE STREAM g (x INT) WITH (connector = 'file', path = '../x.jsonl', format = 'json')",
                       check=False)
     assert "is outside the server's data roots" in out.stderr
+    # Nor through a catalog query (they run on DuckDB, whose file functions are turned off for clients).
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.csv"
+    secret.write_text("name,password\nalice,hunter2\n")
+    out = server.psql("-v", "VERBOSITY=verbose", "-c", f"SELECT s.* FROM pg_namespace n, read_csv('{secret}') s",
+                      check=False)
+    assert out.returncode == 1 and "ERROR:  42501: a catalog query cannot read or write files" in out.stderr
+    secret.unlink()
+    assert "hunter2" not in out.stdout + out.stderr
     (tmp_path / "in.jsonl").write_text('{"x": 5}\n')
     server.psql("-c", "CREATE STREAM h (x INT) WITH (connector = 'file', path = 'in.jsonl', format = 'json')")
     assert server.psql("-At", "-c", "SELECT x FROM h").stdout.strip() == "5"
