@@ -82,6 +82,10 @@ def users(tmp_path):
 
 def test_wrong_password_is_refused_and_the_right_one_admitted(tmp_path, users):
     with DsmsServer(str(tmp_path), "--users", users) as server:
+        with psycopg.connect(server.url("alice", "s3cret"), autocommit=True) as c:  # the file is not a client's
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute("CREATE STREAM pw (line VARCHAR) WITH (connector = 'file', path = 'users.txt', "
+                          "format = 'csv')")
         with pytest.raises(psycopg.OperationalError) as info:
             psycopg.connect(server.url("alice", "wrong"))
         assert "password authentication failed" in str(info.value)

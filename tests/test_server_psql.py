@@ -125,6 +125,31 @@ def test_a_file_path_outside_the_data_roots_is_refused(server, tmp_path):
     assert out.returncode == 1 and "ERROR:  42501: a catalog query cannot read or write files" in out.stderr
     secret.unlink()
     assert "hunter2" not in out.stdout + out.stderr
+    # Nor a dead-letter file outside them.
+    out = server.psql("-c", "CREATE STREAM d (x INT) WITH (connector = 'file', path = 'in.jsonl', format = 'json', "
+                            f"dead_letter = '{outside}/bad.jsonl')", check=False)
+    assert "is outside the server's data roots" in out.stderr
+    # The server's own files are not the clients', though its state directory is inside the data root.
+    for path in ("state/catalog.json", "*/catalog.json", "state"):
+        out = server.psql("-c", f"CREATE STREAM s (x VARCHAR) WITH (connector = 'file', path = '{path}', "
+                                "format = 'csv')", check=False)
+        assert "reaches the server's own files" in out.stderr, path
+    out = server.psql("-c", "CREATE SINK w WITH (connector = 'file', path = 'state/x.jsonl', format = 'json') "
+                            "AS SELECT 1 AS x", check=False)
+    assert "reaches the server's own files" in out.stderr and not (tmp_path / "state" / "x.jsonl").exists()
     (tmp_path / "in.jsonl").write_text('{"x": 5}\n')
     server.psql("-c", "CREATE STREAM h (x INT) WITH (connector = 'file', path = 'in.jsonl', format = 'json')")
     assert server.psql("-At", "-c", "SELECT x FROM h").stdout.strip() == "5"
+
+
+def test_python_functions_only_when_the_server_allows_them(tmp_path):
+    (tmp_path / "shop.py").write_text("def tax(price) -> float:\n    return round(price * 0.2, 2)\n")
+    create = "CREATE FUNCTION tax AS 'shop.tax' LANGUAGE PYTHON"
+    with DsmsServer(str(tmp_path)) as server:  # a function is Python code run in the server's process
+        out = server.psql("-v", "VERBOSITY=verbose", "-c", create, check=False)
+        assert out.returncode == 1 and "ERROR:  42501: CREATE FUNCTION imports and runs Python code" in out.stderr
+        assert "--allow-python-functions" in out.stderr
+    with DsmsServer(str(tmp_path), "--allow-python-functions", state_dir="trusting") as server:
+        server.psql("-c", create, "-c", "CREATE STREAM sales (price DOUBLE) WITH (connector = 'memory')",
+                    "-c", "INSERT INTO sales VALUES (12.5)")
+        assert server.psql("-At", "-c", "SELECT tax(price) AS t FROM sales").stdout.strip() == "2.5"  # 12.5 * 0.2

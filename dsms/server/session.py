@@ -250,7 +250,7 @@ class Session:
 
         def run(engine) -> Outcome:
             return run_statement(engine, text, offset, source, self.settings, server.data_root, server.data_roots,
-                                 self.results.feed_factory)
+                                 self.results.feed_factory, server.private_paths, server.config.python_functions)
 
         if PULL_START.match(body):
             return await server.pulls.answer(self, text, bound, run)
