@@ -137,6 +137,13 @@ def test_a_file_path_outside_the_data_roots_is_refused(server, tmp_path):
     out = server.psql("-c", "CREATE SINK w WITH (connector = 'file', path = 'state/x.jsonl', format = 'json') "
                             "AS SELECT 1 AS x", check=False)
     assert "reaches the server's own files" in out.stderr and not (tmp_path / "state" / "x.jsonl").exists()
+    # Nor a Kafka client's file settings; and no Kafka client setting that loads or runs code.
+    kafka = "CREATE STREAM k (x INT) WITH (connector = 'kafka', topic = 't', format = 'json', " \
+            "'properties.bootstrap.servers' = '127.0.0.1:1', "
+    out = server.psql("-c", kafka + f"'properties.ssl.ca.location' = '{outside}/ca.pem')", check=False)
+    assert "is outside the server's data roots" in out.stderr
+    out = server.psql("-c", kafka + "'properties.sasl.kerberos.kinit.cmd' = 'touch pwned')", check=False)
+    assert "would load or run code in the server's process" in out.stderr
     (tmp_path / "in.jsonl").write_text('{"x": 5}\n')
     server.psql("-c", "CREATE STREAM h (x INT) WITH (connector = 'file', path = 'in.jsonl', format = 'json')")
     assert server.psql("-At", "-c", "SELECT x FROM h").stdout.strip() == "5"

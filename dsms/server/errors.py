@@ -38,7 +38,8 @@ def _sql_code(message: str) -> str:
     if "already exists" in text:
         return DUPLICATE_OBJECT
     if any(phrase in text for phrase in ("outside the server's data roots", "the server's own files",
-                                         "clients may do only when the server allows it")):
+                                         "clients may do only when the server allows it",
+                                         "would load or run code in the server's process")):
         return INSUFFICIENT_PRIVILEGE
     return "42000"
 

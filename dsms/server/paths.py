@@ -1,8 +1,8 @@
 """Which files a client may name: a connector path must lie inside the server's data roots.
 
 A client of the server is not the user who started it, so a
-``connector = 'file'`` path (a source read, or a sink written) and a
-``dead_letter`` file are resolved against the first data root, symlinks
+``connector = 'file'`` path (a source read, or a sink written), a
+``dead_letter`` file and a Kafka client's file settings are resolved against the first data root, symlinks
 followed, and refused unless they lie inside one of the roots
 (``dsms server --data-root``). The server's own files (its state
 directory, ``--users`` file, TLS certificate and key, log file) are never
@@ -20,6 +20,11 @@ from ..errors import Diagnostic, Span, SqlError
 _WILDCARDS = "*?["
 
 PATH_OPTIONS = ("path", "dead_letter")
+# Kafka client settings (librdkafka, passed on from properties.*) that name files the client reads
+_PATH_PROPERTY_ENDS = (".location", ".keytab")
+# ... and those that load or run code in the server's process: never a client's to set
+_CODE_PROPERTIES = ("properties.plugin.library.paths", "properties.sasl.kerberos.kinit.cmd",
+                    "properties.ssl.engine.location")
 
 
 def inside(path: str, roots: list[str]) -> bool:
@@ -42,12 +47,17 @@ def _reaches_private(full: str, raw: str, private: list[str]) -> bool:
 
 
 def check_paths(stmt, data_root: str, roots: list[str], private: list[str] = ()) -> None:
-    """Refuse a CREATE STREAM/TABLE/SINK whose ``path`` or ``dead_letter`` leaves the data roots or reaches
-    the server's own files (``private``: real paths)."""
-    for key in PATH_OPTIONS:
-        path = stmt.options.get(key)
-        if path is None:
+    """Refuse a CREATE STREAM/TABLE/SINK whose ``path``, ``dead_letter`` or Kafka file setting
+    (``properties.ssl.ca.location`` and the like) leaves the data roots or reaches the server's own files
+    (``private``: real paths), or that sets a Kafka client setting which loads or runs code."""
+    for key, path in stmt.options.items():
+        key = key.lower()
+        if key in _CODE_PROPERTIES:
+            _refuse(stmt, path, f"option '{key}' would load or run code in the server's process",
+                    "leave it out; clients of the server may not set it")
+        if not (key in PATH_OPTIONS or key.startswith("properties.") and key.endswith(_PATH_PROPERTY_ENDS)):
             continue
+        path = str(path)
         full = path if os.path.isabs(path) else os.path.join(data_root, path)
         if not inside(full, roots):
             _refuse(stmt, path, f"path '{path}' is outside the server's data roots",
