@@ -160,3 +160,7 @@ def test_python_functions_only_when_the_server_allows_them(tmp_path):
         server.psql("-c", create, "-c", "CREATE STREAM sales (price DOUBLE) WITH (connector = 'memory')",
                     "-c", "INSERT INTO sales VALUES (12.5)")
         assert server.psql("-At", "-c", "SELECT tax(price) AS t FROM sales").stdout.strip() == "2.5"  # 12.5 * 0.2
+        # without FROM too: DuckDB (which answers constant SELECTs) does not know it, so the engine answers
+        assert server.psql("-At", "-c", "SELECT tax(CAST(12.5 AS DOUBLE)) AS t").stdout.strip() == "2.5"
+        out = server.psql("-c", "SELECT nope(1) AS x", check=False)
+        assert "ERROR:  unknown function 'nope'" in out.stderr and "LINE 1: SELECT nope(1) AS x" in out.stderr

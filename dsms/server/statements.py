@@ -86,6 +86,11 @@ def is_catalog_query(text: str) -> bool:
     return bool(CATALOG.search(text)) or bool(NO_FROM.match(text))
 
 
+def is_constants_select(text: str) -> bool:
+    """A SELECT without FROM that names no catalog table: the engine answers it when DuckDB cannot."""
+    return not CATALOG.search(text) and bool(NO_FROM.match(text))
+
+
 def is_push_query(stmt) -> bool:
     emit = stmt.query.tree.args.get("emit") if isinstance(stmt, QueryStatement) else None
     return emit is not None and str(emit.args.get("mode", "")).upper() == "CHANGES"
