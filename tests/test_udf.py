@@ -392,11 +392,11 @@ def test_a_function_created_over_psql_serves_a_view_and_survives_a_server_restar
         \\pset tuples_only on
         SELECT ad, h FROM per_ad ORDER BY ad;
         """))
-    with DsmsServer(str(tmp_path)) as server:
+    with DsmsServer(str(tmp_path), "--allow-python-functions") as server:  # clients may create functions
         done = server.psql("-v", "ON_ERROR_STOP=1", "-f", str(script))
         assert "CREATE FUNCTION" in done.stdout.splitlines()
         assert "1|2" in done.stdout.splitlines() and "2|2.5" in done.stdout.splitlines()
-    with DsmsServer(str(tmp_path)) as server:
+    with DsmsServer(str(tmp_path)) as server:  # the saved function is imported again without the option
         shown = server.psql("-A", "-t", "-c", "SHOW FUNCTIONS").stdout.splitlines()
         assert f"half|python|{module}.half RETURNS DOUBLE" in shown
         done = server.psql("-A", "-t", "-c", "SELECT ad, h FROM per_ad ORDER BY ad")
