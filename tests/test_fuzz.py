@@ -169,6 +169,8 @@ REFUSED = [
     ("SELECT CAST(x AS DECIMAL(5, 9)) FROM s", "scale 0 to the precision"),
     ("CREATE STREAM q (a BIGINT) WITH (connector = 'file', path = 'a\x00b.json', format = 'json')", "NUL"),
     ("SELECT ISTREAM * FROM s [ROWS 1e308]", ""),
+    ("SELECT * FROM s [ROWS 1e308]", "whole number n from 1"),
+    ("SELECT COUNT(*) FROM s [ROWS 99999999999999999999999]", "whole number n from 1"),
     ("SELECT ISTREAM * FROM s [RANGE 1 MINUTE SLIDE 'NaN' SECONDS]", ""),
     ("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.* AS r ON o.cur = r.cur",
      "'o.*' stands for all columns"),
