@@ -194,6 +194,9 @@ REFUSED = [
     ("SET 'emitt' = 'changes'", "unknown setting 'emitt'"),
     ("SELECT k, x, FROM s", "expected an item after ','"),
     ("SELECT k,, x FROM s", "expected an item after ','"),
+    ("SELECT  FROM s", "expected a column or an expression after SELECT"),
+    ("CREATE SINK q WITH (connector = 'memory') AS SELECT FROM s WHERE x > 1",
+     "expected a column or an expression after SELECT"),
     ("INSERT INTO ads (ad_id, campaign) VALUES ('inf', 'fall')", "cannot insert these rows"),
     ("SELECT " + " + ".join(["x"] * 2000) + " AS y FROM s", "nested too deeply"),
 ]
