@@ -187,6 +187,20 @@ def test_startup_and_bounded_modes(kafka_broker):
     engine.close()
 
 
+def test_a_bounded_read_ends_on_a_topic_that_a_transactional_producer_wrote(kafka_broker):
+    """The last offset of each partition is a commit marker, which no consumer is given: the read still ends."""
+    topic = new_topic(kafka_broker, "txn", 2)
+    p = Producer({"bootstrap.servers": kafka_broker, "transactional.id": f"txn-{time.monotonic_ns()}"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(12):
+        p.produce(topic, value=json.dumps({"v": i}).encode(), partition=i % 2)
+    p.commit_transaction(30)
+    engine = dsms.Engine()
+    assert offsets_read(engine, kafka_broker, topic) == sorted(list(range(6)) * 2)  # ends; marker offsets not rows
+    engine.close()
+
+
 def test_offsets_are_committed_to_the_group_for_monitoring(kafka_broker, tmp_path):
     topic = new_topic(kafka_broker, "commit", 1)
     produce(kafka_broker, topic, [{"v": i} for i in range(25)])

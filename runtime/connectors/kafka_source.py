@@ -88,6 +88,8 @@ class KafkaSource:
             elif not err.retriable() and err.fatal():
                 raise SourceError(f"Kafka: {err.str()}", source=self.opts.name)
         if not good:
+            if self.opts.bounded_mode is not None:
+                self._finish_passed()
             self.batch_partitions = np.empty(0, np.int32)
             return self._empty()
         batch = Messages.of(good, topic=self._only_topic, keys=self._needs_keys, timestamps=self._needs_timestamps)
@@ -249,6 +251,18 @@ class KafkaSource:
         if self._not_before is not None:
             keep &= batch.timestamps >= self._not_before
         return batch if keep.all() else batch.take(np.flatnonzero(keep))
+
+    def _finish_passed(self) -> None:
+        """Finish the partitions whose fetch position has reached their stop without a record there: the last
+        offsets of a partition that transactional producers wrote are commit markers, which consumers never see."""
+        waiting = [TopicPartition(t, p) for (t, p), slot in self.slot.items() if slot not in self.done_slots]
+        if not waiting:
+            return
+        for tp in self.consumer.position(waiting):
+            key = (tp.topic, tp.partition)
+            if tp.offset >= 0 and tp.offset >= self.stop.get(key, 0):
+                self.next[key] = max(self.next.get(key, 0), tp.offset)
+                self._finish(key)
 
     def _finish(self, tp: tuple[str, int]) -> None:
         slot = self.slot[tp]
