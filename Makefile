@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FLINK_VENV := benchmarks/.venv-flink
 
-.PHONY: setup install-postgres demo demo-kafka test bench bench-flink flink-conformance clean
+.PHONY: setup install-postgres install-jdbc demo demo-kafka test bench bench-flink flink-conformance clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,7 @@ demo: setup
 demo-kafka: setup install-postgres
 	$(BIN)/python examples/kafka_to_postgres/run_demo.py
 
-test: setup install-postgres
+test: setup install-postgres install-jdbc
 	$(BIN)/pytest -q
 
 # PostgreSQL 15 from Debian's packages for the PostgreSQL connector tests (they start their own server in a
@@ -37,6 +37,17 @@ install-postgres:
 			>/tmp/dsms-apt-postgres.log 2>&1 \
 		|| echo "(apt-get could not install PostgreSQL, see /tmp/dsms-apt-postgres.log: its tests are skipped)"; \
 	else echo "(PostgreSQL is not installed and cannot be installed here: the PostgreSQL connector tests are skipped)"; fi
+
+# PostgreSQL's JDBC driver from Debian's packages, for the JDBC client test of `dsms server` (it needs Java 17,
+# which the machine has). Installed as root when missing; elsewhere that test is skipped.
+install-jdbc:
+	@if [ -f /usr/share/java/postgresql.jar ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing PostgreSQL's JDBC driver (libpostgresql-jdbc-java) for the server's JDBC test"; \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libpostgresql-jdbc-java; } \
+			>/tmp/dsms-apt-jdbc.log 2>&1 \
+		|| echo "(apt-get could not install the JDBC driver, see /tmp/dsms-apt-jdbc.log: its test is skipped)"; \
+	else echo "(PostgreSQL's JDBC driver is not installed and cannot be installed here: its test is skipped)"; fi
 
 # make bench also runs the Flink comparison once its venv exists (make bench-flink creates it).
 bench: setup

@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                              "relative paths resolve against the first)")
     server.add_argument("--subscriber-buffer", type=int, default=100_000, metavar="ROWS",
                         help="changes a subscriber may fall behind before it is dropped (default 100000)")
+    server.add_argument("--allow-python-functions", action="store_true",
+                        help="let clients CREATE FUNCTION (it imports and runs Python code in the server's process)")
     server.add_argument("--verbose", "-v", action="store_true", help="log every client error too")
 
     args = parser.parse_args(argv)
@@ -167,7 +169,8 @@ def serve(args) -> int:
 
     config = ServerConfig(state_dir=args.state_dir, host=args.host, port=args.port, metrics_port=args.metrics_port,
                           users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                          data_roots=args.data_root or [], subscriber_buffer=args.subscriber_buffer)
+                          data_roots=args.data_root or [], subscriber_buffer=args.subscriber_buffer,
+                          log_file=args.log_file, python_functions=args.allow_python_functions)
     return run_server(config, log_file=args.log_file, verbose=args.verbose)
 
 

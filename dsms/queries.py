@@ -18,6 +18,7 @@ for, and ``subscribe`` hands a program each batch of changes.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
@@ -53,6 +54,7 @@ class RunningQuery:
         self.subscriptions: list[Subscription] = []
         self.checkpoint_seq = 0
         self.checkpoint_at: int | None = None  # processing time of the last checkpoint
+        self.checkpoint_seconds: float | None = None  # wall time the last checkpoint took
         self.checkpointed: tuple | None = None  # what the job had done at the last checkpoint
 
     def progress_marker(self) -> tuple:
@@ -252,8 +254,10 @@ class Queries:
 
     def checkpoint(self, query: RunningQuery, now: int | None = None) -> None:
         query.checkpoint_seq += 1
+        started = time.perf_counter()
         self.session.checkpoint(query.job, self.engine.durable.checkpoint_dir(query.uid), query.checkpoint_seq,
                                 lambda: self.checkpoint(query))
+        query.checkpoint_seconds = time.perf_counter() - started
         query.checkpoint_at = self.scheduler.clock.now_us() if now is None else now
         query.checkpointed = query.progress_marker()
 

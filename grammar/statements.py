@@ -32,7 +32,7 @@ class Query:
     text: str
     tree: exp.Expression
     span: Span
-    target: str | None = None  # a trailing FOR duckdb|spark|runtime (only after EXPLAIN LOWERED)
+    target: str | None = None  # a trailing FOR <engine> (only after EXPLAIN LOWERED)
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ class Describe(Statement):
 class Explain(Statement):
     options: frozenset = frozenset()  # analyze, lowered, physical, logical
     statement: Statement | None = None
-    target: str | None = None  # EXPLAIN LOWERED ... FOR duckdb|spark
+    target: str | None = None  # EXPLAIN LOWERED ... FOR <engine>
 
 
 @dataclass(frozen=True)

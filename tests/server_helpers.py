@@ -14,19 +14,24 @@ PSQL = "/usr/bin/psql" if os.path.exists("/usr/bin/psql") else "psql"
 
 
 class DsmsServer:
-    """``dsms server --port 0`` in ``workdir``; the port is read from its log line."""
+    """``dsms server --port 0`` in ``workdir``; the port is read from its log line.
 
-    def __init__(self, workdir: str, *args: str, state_dir: str = "state"):
+    Its stdout and stderr go to ``server.log``; with ``log_file`` the server logs there instead
+    (``--log-file``) and that is the log read.
+    """
+
+    def __init__(self, workdir: str, *args: str, state_dir: str = "state", log_file: str | None = None):
         self.workdir = workdir
         self.state_dir = state_dir
-        self.args = list(args)
-        self.log_path = os.path.join(workdir, "server.log")
+        self.args = list(args) + (["--log-file", log_file] if log_file else [])
+        self.console_path = os.path.join(workdir, "server.log")
+        self.log_path = os.path.join(workdir, log_file) if log_file else self.console_path
         self.proc: subprocess.Popen | None = None
         self.port = self.metrics_port = None
 
     def start(self, timeout: float = 60.0) -> "DsmsServer":
-        self._log = open(self.log_path, "a")
-        self._offset = os.path.getsize(self.log_path)
+        self._log = open(self.console_path, "a")
+        self._offset = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
         self.proc = subprocess.Popen([DSMS, "server", "--state-dir", self.state_dir, "--port", "0",
                                       "--metrics-port", "0", *self.args], cwd=self.workdir,
                                      stdout=self._log, stderr=subprocess.STDOUT)
@@ -46,6 +51,8 @@ class DsmsServer:
         raise RuntimeError("dsms server did not start:\n" + self.log())
 
     def log(self) -> str:
+        if not os.path.exists(self.log_path):
+            return ""
         with open(self.log_path) as f:
             f.seek(self._offset)
             return f.read()

@@ -20,7 +20,7 @@ from test_routes import run, same, sorted_rows
 import dsms
 
 from oracle import duck, run_query
-from route_shapes import generate
+from route_data import generate
 
 ROWS_SO_FAR = "PARTITION BY k ORDER BY ts, seq ROWS UNBOUNDED PRECEDING"
 PEERS = "PARTITION BY k, ts ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"

@@ -1,6 +1,6 @@
 """The route matrix: every query shape on the runtime, DuckDB and Spark, over the same files.
 
-Each shape (tests/route_shapes.py) runs through ``dsms.Engine`` with
+Each shape (tests/route_shapes.py, over the files of tests/route_data.py) runs through ``dsms.Engine`` with
 ``SET 'engine'`` set to each route; the final rows (an updating result's
 changelog applied) must equal each other and the shape's oracle, plain
 DuckDB SQL written in route_shapes.py. The data has NULLs, repeated times,
@@ -24,7 +24,8 @@ import pytest
 
 import dsms
 
-from route_shapes import REFUSED, SHAPES, generate, oracle_rows
+from route_data import generate
+from route_shapes import REFUSED, SHAPES, oracle_rows
 
 ROUTES = ("runtime", "duckdb", "spark")
 

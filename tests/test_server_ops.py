@@ -7,8 +7,10 @@ Oracles: the rows the test inserted, counted by hand.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
+import time
 import urllib.request
 
 import psycopg
@@ -56,14 +58,17 @@ def test_standing_queries_outlive_clients_and_a_kill_9(tmp_path):
     assert sorted(written) == sorted(first + second)  # exactly once: nothing lost, nothing twice
 
 
-def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
-    server = DsmsServer(str(tmp_path)).start()
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_cleanly_with_a_final_checkpoint(tmp_path, sig):
+    server = DsmsServer(str(tmp_path), log_file="dsms.log").start()
     run(server, *SETUP[:2])
     insert_clicks(server, [5, 5])
-    assert server.stop(signal.SIGTERM) == 0
+    assert server.stop(sig) == 0
     log = server.log()
+    assert "query per_ad started (materialized view)" in log
     assert "stopping: final checkpoint" in log and "final checkpoint taken" in log and "dsms server stopped" in log
     assert "Traceback" not in log
+    assert (tmp_path / "server.log").read_text() == ""  # --log-file: nothing on stderr
     with DsmsServer(str(tmp_path)) as again:
         assert run(again, "SELECT ad, n FROM per_ad") == [(5, 2)]
 
@@ -77,6 +82,10 @@ def users(tmp_path):
 
 def test_wrong_password_is_refused_and_the_right_one_admitted(tmp_path, users):
     with DsmsServer(str(tmp_path), "--users", users) as server:
+        with psycopg.connect(server.url("alice", "s3cret"), autocommit=True) as c:  # the file is not a client's
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute("CREATE STREAM pw (line VARCHAR) WITH (connector = 'file', path = 'users.txt', "
+                          "format = 'csv')")
         with pytest.raises(psycopg.OperationalError) as info:
             psycopg.connect(server.url("alice", "wrong"))
         assert "password authentication failed" in str(info.value)
@@ -131,5 +140,11 @@ def test_metrics_health_and_ready(tmp_path):
         assert samples[("dsms_query_status", (("kind", "materialized view"), ("query", "per_ad"),
                                               ("status", "running")))] == 1
         assert ("dsms_query_checkpoint_age_seconds", (("query", "per_ad"),)) in samples
+        assert samples[("dsms_query_checkpoint_duration_seconds", (("query", "per_ad"),))] >= 0
+        assert samples[("dsms_query_checkpoints_total", (("query", "per_ad"),))] >= 1
+        deadline = time.time() + 30  # the engine thread logs a checkpoint after the step that took it
+        while "query per_ad checkpoint " not in server.log() and time.time() < deadline:
+            time.sleep(0.1)
+        assert re.search(r"query per_ad checkpoint \d+ taken in \d+\.\d+ s", server.log())
         assert samples[("dsms_clients", ())] in (0, 1)  # the last client may still be leaving
         assert _get(server, "/nope")[0] == 404

@@ -195,3 +195,51 @@ def test_fifty_clients_read_while_inserts_flow(server):
 
     seen = asyncio.run(main())
     assert all(s[-1] == total_batches * per_batch + 2 for s in seen)
+
+
+def test_subscribers_and_readers_at_once_while_inserts_flow(server):
+    """50 readers and 10 subscribers at once; every subscriber rebuilds the view from its changes."""
+    batches, per_batch = 10, 50
+    # the view by hand: the fixture's clicks on ads 1 and 2, then ad (b * per_batch + i) % 13 per insert
+    expected = {1: 1, 2: 1}
+    for k in range(batches * per_batch):
+        expected[k % 13] = expected.get(k % 13, 0) + 1
+
+    async def subscriber(url: str) -> dict:
+        view: dict = {}
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            async for op, ad, n in conn.cursor().stream("SUBSCRIBE TO per_ad"):
+                if op in ("+I", "+U"):
+                    view[ad] = n
+                else:
+                    view.pop(ad, None)
+                if view == expected:
+                    break  # leaving the stream ends the subscription (the connection closes)
+        return view
+
+    async def reader(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            while (await conn.fetchval("SELECT SUM(n) FROM per_ad")) < sum(expected.values()):
+                await asyncio.sleep(0.01)
+        finally:
+            await conn.close()
+
+    async def writer(url: str) -> None:
+        await asyncio.sleep(0.5)  # the subscribers are in before the first insert
+        conn = await asyncpg.connect(url)
+        try:
+            for b in range(batches):
+                values = ", ".join(f"({(b * per_batch + i) % 13}, TIMESTAMP '2024-01-01 00:00:00')"
+                                   for i in range(per_batch))
+                await conn.execute(f"INSERT INTO clicks VALUES {values}")
+        finally:
+            await conn.close()
+
+    async def main():
+        url = server.url()
+        subscribers = [asyncio.create_task(subscriber(url)) for _ in range(10)]
+        await asyncio.wait_for(asyncio.gather(writer(url), *(reader(url) for _ in range(50))), 120)
+        return await asyncio.wait_for(asyncio.gather(*subscribers), 60)
+
+    assert all(view == expected for view in asyncio.run(main()))

@@ -15,7 +15,8 @@ import dsms
 
 from changes import Recorder, feed_mixed
 from oracle import duck, events, rows
-from route_shapes import final_state, generate
+from route_data import generate
+from route_shapes import final_state
 
 DDL = """
 CREATE TABLE t1 (id BIGINT, k VARCHAR, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory');

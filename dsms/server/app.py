@@ -46,6 +46,8 @@ class ServerConfig:
     tls_key: str | None = None
     data_roots: list[str] = field(default_factory=list)
     subscriber_buffer: int = DEFAULT_LIMIT_ROWS
+    log_file: str | None = None
+    python_functions: bool = False  # clients may CREATE FUNCTION (Python code in this process)
 
 
 class Server:
@@ -54,6 +56,9 @@ class Server:
         roots = config.data_roots or [os.getcwd()]
         self.data_roots = [os.path.realpath(r) for r in roots]
         self.data_root = self.data_roots[0]
+        # the server's own files: no client's connector path may reach them, even inside a data root
+        self.private_paths = [os.path.realpath(p) for p in (config.state_dir, config.users_file, config.tls_cert,
+                                                            config.tls_key, config.log_file) if p]
         self.subscriber_buffer = config.subscriber_buffer
         self.users = Users(config.users_file, config.state_dir)
         self.tls = _tls_context(config.tls_cert, config.tls_key)

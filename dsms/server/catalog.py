@@ -22,6 +22,7 @@ import pyarrow as pa
 from .. import __version__
 from ..errors import DsmsError
 from ..grammar.dialect import Dsms
+from .errors import INSUFFICIENT_PRIVILEGE, WireError
 from .pgtypes import TYPE_NAMES, TYPE_SIZES, type_oid
 
 FIRST_OID = 16384
@@ -50,7 +51,9 @@ CREATE TABLE pg_type (oid BIGINT, typname VARCHAR, typnamespace BIGINT, typowner
   typtypmod INTEGER, typnotnull BOOLEAN, typcollation BIGINT, typndims INTEGER, typdefault VARCHAR);
 CREATE TABLE pg_database (oid BIGINT, datname VARCHAR, datdba BIGINT, encoding INTEGER, datcollate VARCHAR,
   datctype VARCHAR, datistemplate BOOLEAN, datallowconn BOOLEAN, datconnlimit INTEGER, dattablespace BIGINT,
-  datacl VARCHAR[]);
+  datacl VARCHAR[], datlocprovider VARCHAR, daticulocale VARCHAR, daticurules VARCHAR, datcollversion VARCHAR);
+CREATE TABLE pg_auth_members (oid BIGINT, roleid BIGINT, member BIGINT, grantor BIGINT, admin_option BOOLEAN,
+  inherit_option BOOLEAN, set_option BOOLEAN);
 CREATE TABLE pg_roles (oid BIGINT, rolname VARCHAR, rolsuper BOOLEAN, rolinherit BOOLEAN, rolcreaterole BOOLEAN,
   rolcreatedb BOOLEAN, rolcanlogin BOOLEAN, rolreplication BOOLEAN, rolconnlimit INTEGER, rolvaliduntil VARCHAR,
   rolbypassrls BOOLEAN, rolconfig VARCHAR[]);
@@ -175,6 +178,16 @@ def rewrite(sql: str) -> str:
     return sql
 
 
+_CALL = re.compile(r'^"?([A-Za-z_]\w*)"?\(.*\)$', re.S)
+
+
+def _postgres_names(table: pa.Table) -> pa.Table:
+    """Unnamed function columns as PostgreSQL names them: ``version``, ``count`` (DuckDB: ``"version"()``)."""
+    names = [n if (m := _CALL.match(n)) is None else ("count" if m.group(1) == "count_star" else m.group(1))
+             for n in table.column_names]
+    return table if names == table.column_names else table.rename_columns(names)
+
+
 class PgCatalog:
     """The emulated catalog of one server; rebuilt when the dsms catalog changes."""
 
@@ -190,6 +203,10 @@ class PgCatalog:
         self._session = None
         self._roles: tuple[str, ...] | None = None
         self._fill_static()
+        # Clients' catalog SQL runs here as they wrote it: no file, extension or attached database may be
+        # reached from it (read_csv('/etc/passwd'), COPY … TO, ATTACH), and no client can turn that back on.
+        self.duck.execute("SET enable_external_access = false")
+        self.duck.execute("SET lock_configuration = true")
 
     def _fill_static(self) -> None:
         d = self.duck
@@ -219,7 +236,8 @@ class PgCatalog:
         for (name,) in d.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'") \
                 .fetchall():
             d.execute(f'DROP TABLE public."{name}"')
-        d.execute("INSERT INTO pg_database VALUES (1, ?, 10, 6, 'C', 'C', false, true, -1, 0, NULL)", [database])
+        d.execute("INSERT INTO pg_database VALUES (1, ?, 10, 6, 'C', 'C', false, true, -1, 0, NULL, 'c', NULL, NULL, "
+                  "NULL)", [database])
         classes, attributes, descriptions, definitions = [], [], [], []
         for i, obj in enumerate(sorted(objects, key=lambda o: o.name.lower())):
             oid = FIRST_OID + i
@@ -275,7 +293,11 @@ class PgCatalog:
         text = re.sub(r"\b(current_user|session_user|current_schema|current_catalog)\b(?!\s*\()", r"\1()", text,
                       flags=re.I)
         try:
-            return self.duck.sql(text).to_arrow_table()
+            return _postgres_names(self.duck.sql(text).to_arrow_table())
+        except duckdb.PermissionException as e:
+            raise WireError(INSUFFICIENT_PRIVILEGE, "a catalog query cannot read or write files: "
+                            + str(e).splitlines()[0], hint="read files through a connector = 'file' stream under "
+                            "the server's data roots") from None
         except duckdb.Error as e:
             raise DsmsError(f"this catalog query is not supported by the dsms server: {str(e).splitlines()[0]}") \
                 from None

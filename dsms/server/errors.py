@@ -37,7 +37,9 @@ def _sql_code(message: str) -> str:
         return UNDEFINED_TABLE
     if "already exists" in text:
         return DUPLICATE_OBJECT
-    if "outside the server's data roots" in text:
+    if any(phrase in text for phrase in ("outside the server's data roots", "the server's own files",
+                                         "clients may do only when the server allows it",
+                                         "would load or run code in the server's process")):
         return INSUFFICIENT_PRIVILEGE
     return "42000"
 

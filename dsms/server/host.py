@@ -31,6 +31,7 @@ class EngineHost:
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="dsms-engine", daemon=True)
         self.statuses: dict[str, str] = {}
+        self.checkpoints: dict[str, int] = {}  # the checkpoint each query was at, to log new ones
         self.checkpoint_observer = checkpoint_observer
         self.step_error: BaseException | None = None
         # Read by reader threads: the rows of each watched materialized view as of the last step (published
@@ -141,7 +142,7 @@ class EngineHost:
                 future.set_exception(e)
 
     def _log_statuses(self) -> None:
-        """One log line when a query starts, fails, finishes or is dropped."""
+        """One log line when a query starts, fails, finishes, is dropped or checkpointed."""
         running = self.engine.queries.running
         for key, query in running.items():
             status = query.job.status
@@ -150,10 +151,17 @@ class EngineHost:
                     log.error("query %s failed: %s", query.id, query.job.error)
                 elif key in self.statuses or status != "running":
                     log.info("query %s is %s", query.id, status)
+                else:
+                    log.info("query %s started (%s)", query.id, query.kind)
                 self.statuses[key] = status
+            if self.checkpoints.setdefault(key, query.checkpoint_seq) != query.checkpoint_seq:
+                self.checkpoints[key] = query.checkpoint_seq
+                log.info("query %s checkpoint %d taken in %.3f s", query.id, query.checkpoint_seq,
+                         query.checkpoint_seconds or 0.0)
         for key in [k for k in self.statuses if k not in running]:
             log.info("query %s dropped", key)
             del self.statuses[key]
+            self.checkpoints.pop(key, None)
 
     def _close(self) -> None:
         started = time.perf_counter()

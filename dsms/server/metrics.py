@@ -39,7 +39,7 @@ def query_stats(engine) -> dict:
                         "watermark_us": wm if wm is not None and MIN_WATERMARK < wm < MAX_WATERMARK else None,
                         "checkpoint_age_s": (now_us - query.checkpoint_at) / 1e6
                         if query.uid is not None and query.checkpoint_at is not None else None,
-                        "checkpoints": query.checkpoint_seq})
+                        "checkpoint_s": query.checkpoint_seconds, "checkpoints": query.checkpoint_seq})
     return {"queries": queries, "wall_us": time.time() * 1e6}
 
 
@@ -70,6 +70,8 @@ class _QueryCollector:
             "bytes": GaugeMetricFamily("dsms_query_state_bytes", "Bytes held in the query's state", labels=["query"]),
             "age": GaugeMetricFamily("dsms_query_checkpoint_age_seconds", "Time since the query's last checkpoint",
                                      labels=["query"]),
+            "ckpt_s": GaugeMetricFamily("dsms_query_checkpoint_duration_seconds", "How long the query's last "
+                                        "checkpoint took", labels=["query"]),
             "ckpts": CounterMetricFamily("dsms_query_checkpoints", "Checkpoints taken of the query", labels=["query"]),
             "status": GaugeMetricFamily("dsms_query_status", "1 for the query's current status",
                                         labels=["query", "kind", "status"]),
@@ -91,6 +93,8 @@ class _QueryCollector:
             families["bytes"].add_metric([qid], s["state_bytes"])
             if s["checkpoint_age_s"] is not None:
                 families["age"].add_metric([qid], s["checkpoint_age_s"])
+            if s["checkpoint_s"] is not None:
+                families["ckpt_s"].add_metric([qid], s["checkpoint_s"])
             families["ckpts"].add_metric([qid], s["checkpoints"])
             families["status"].add_metric([qid, s["kind"], s["status"]], 1)
         yield from families.values()

@@ -82,6 +82,30 @@ def _durations_us(col: pa.ChunkedArray) -> list:
     return pc.cast(col, pa.duration("us")).cast(pa.int64()).to_pylist()
 
 
+def _calendar_text(months: int, days: int, us: int) -> str:
+    """A month_day_nano interval (DuckDB's INTERVAL) as PostgreSQL prints it: 1 year 2 mons 3 days 04:05:06."""
+    years, mons = divmod(abs(months), 12)
+    sign = "-" if months < 0 else ""
+    parts = [f"{sign}{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((years, "year"), (mons, "mon")) if n]
+    if days:
+        parts.append(f"{days} day{'s' if abs(days) != 1 else ''}")
+    if us or not parts:
+        parts.append(_interval_text(us))
+    return " ".join(parts)
+
+
+def _interval_values(col: pa.ChunkedArray, text: bool) -> list:
+    """Durations (dsms INTERVAL) and month_day_nano intervals (from DuckDB), text or binary (us, days, months)."""
+    if pa.types.is_interval(col.type):
+        parts = [None if v is None else (v.months, v.days, v.nanoseconds // 1000) for v in col.to_pylist()]
+        if text:
+            return [None if v is None else _calendar_text(*v).encode() for v in parts]
+        return [None if v is None else struct.pack("!qii", v[2], v[1], v[0]) for v in parts]
+    if text:
+        return _interval_values(col, text=True)
+    return [None if v is None else struct.pack("!qii", v, 0, 0) for v in _durations_us(col)]
+
+
 def text_column(col: pa.ChunkedArray) -> list:
     """Every value of a column in PostgreSQL's text output format, as bytes (None for NULL)."""
     t = col.type
@@ -100,7 +124,7 @@ def text_column(col: pa.ChunkedArray) -> list:
             out = pc.replace_substring_regex(out, r"([+-]\d\d)00$", r"\1")
             out = pc.replace_substring_regex(out, r"([+-]\d\d)(\d\d)$", r"\1:\2")
     elif oid == INTERVAL:
-        return [None if v is None else _interval_text(v).encode() for v in _durations_us(col)]
+        return _interval_values(col, text=True)
     elif oid == BYTEA:
         return [None if v is None else b"\\x" + v.hex().encode() for v in col.to_pylist()]
     elif oid == JSON:
@@ -135,7 +159,7 @@ def binary_column(col: pa.ChunkedArray) -> list:
         us = pc.cast(pc.cast(col, pa.time64("us")), pa.int64())
         return _fixed(col, pc.fill_null(us, 0).to_numpy().astype(">i8"), 8)
     if oid == INTERVAL:
-        return [None if v is None else struct.pack("!qii", v, 0, 0) for v in _durations_us(col)]
+        return _interval_values(col, text=False)
     if oid == NUMERIC:
         return [None if v is None else numeric_binary(v) for v in col.to_pylist()]
     if oid == BYTEA:

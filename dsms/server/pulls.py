@@ -192,5 +192,8 @@ class PullReader:
     def _run(self, plan: PullPlan, rows: dict, args: list) -> pa.Table:
         local = self.local
         if not hasattr(local, "con"):  # each reader thread: its own connection, and what it has registered
-            local.con, local.registered = duckdb.connect(config={"threads": 1}), {}
+            # the plans read only the views' published tables: no file is ever theirs to open
+            local.con = duckdb.connect(config={"threads": 1, "enable_external_access": False,
+                                               "lock_configuration": True})
+            local.registered = {}
         return plan.run(local.con, rows.__getitem__, args, local.registered)

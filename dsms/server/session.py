@@ -14,6 +14,7 @@ import logging
 
 import pyarrow as pa
 
+from ..errors import DsmsError
 from ..planner.bind.time_zone import ZONE_SETTING, is_zone, session_zone
 from . import wire
 from .catalog import answer_catalog
@@ -45,6 +46,7 @@ from .statements import (
     copy_target,
     dry_run,
     is_catalog_query,
+    is_constants_select,
     is_dsms_setting,
     run_flush,
     run_statement,
@@ -241,16 +243,21 @@ class Session:
             return await asyncio.to_thread(self.server.users.run, body)
         if is_catalog_query(body):
             roles = tuple(self.server.users.names())
-            table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user, self.database,
-                                                                  roles), reads_only=True)
-            return Outcome(f"SELECT {table.num_rows}", table)
+            try:
+                table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user,
+                                                                      self.database, roles), reads_only=True)
+                return Outcome(f"SELECT {table.num_rows}", table)
+            except DsmsError:
+                if not is_constants_select(body):
+                    raise
+                # a SELECT without FROM of what only dsms knows (a Python function, TIMESTAMP_LTZ): the engine's
         if dry:
             return await self.host.call(lambda e: dry_run(e, body, self.settings), reads_only=True)
         server = self.server
 
         def run(engine) -> Outcome:
             return run_statement(engine, text, offset, source, self.settings, server.data_root, server.data_roots,
-                                 self.results.feed_factory)
+                                 self.results.feed_factory, server.private_paths, server.config.python_functions)
 
         if PULL_START.match(body):
             return await server.pulls.answer(self, text, bound, run)

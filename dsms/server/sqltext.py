@@ -8,18 +8,28 @@ as raw text.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _PARAM = re.compile(r"\$(\d+)")
+_SPECIAL = re.compile(r"['\"]|--|/\*")  # where a literal or a comment starts
 
 
-def _segments(text: str):
-    """(start, end, is_code) runs of ``text``: code, or a literal/comment to leave alone."""
-    i, n, start = 0, len(text), 0
-    while i < n:
-        c = text[i]
+@functools.lru_cache(maxsize=1024)
+def _segments(text: str) -> tuple[tuple[int, int, bool], ...]:
+    """(start, end, is_code) runs of ``text``: code, or a literal/comment to leave alone.
+
+    Kept per text: a prepared statement's text is scanned once, not at every Bind and Execute.
+    """
+    runs, i, n, start = [], 0, len(text), 0
+    while True:
+        found = _SPECIAL.search(text, i)
+        if found is None:
+            break
+        i = found.start()
+        c = found.group()
+        runs.append((start, i, True))
         if c in "'\"":
-            yield start, i, True
             j = i + 1
             while j < n:
                 if text[j] == c:
@@ -28,23 +38,17 @@ def _segments(text: str):
                         continue
                     break
                 j += 1
-            yield i, min(j + 1, n), False
-            i = start = min(j + 1, n)
-        elif text.startswith("--", i):
-            yield start, i, True
+            j = min(j + 1, n)
+        elif c == "--":
             j = text.find("\n", i)
             j = n if j < 0 else j
-            yield i, j, False
-            i = start = j
-        elif text.startswith("/*", i):
-            yield start, i, True
+        else:
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            yield i, j, False
-            i = start = j
-        else:
-            i += 1
-    yield start, n, True
+        runs.append((i, j, False))
+        i = start = j
+    runs.append((start, n, True))
+    return tuple(runs)
 
 
 def split_statements(text: str) -> list[tuple[int, str]]:

@@ -86,20 +86,33 @@ def is_catalog_query(text: str) -> bool:
     return bool(CATALOG.search(text)) or bool(NO_FROM.match(text))
 
 
+def is_constants_select(text: str) -> bool:
+    """A SELECT without FROM that names no catalog table: the engine answers it when DuckDB cannot."""
+    return not CATALOG.search(text) and bool(NO_FROM.match(text))
+
+
 def is_push_query(stmt) -> bool:
     emit = stmt.query.tree.args.get("emit") if isinstance(stmt, QueryStatement) else None
     return emit is not None and str(emit.args.get("mode", "")).upper() == "CHANGES"
 
 
 def run_statement(engine, text: str, offset: int, source: str, settings: dict, data_root: str,
-                  roots: list[str], feed_factory) -> Outcome:
-    """Parse and run one dsms statement for a client (engine thread)."""
+                  roots: list[str], feed_factory, private: list[str] = (), python_functions: bool = False) -> Outcome:
+    """Parse and run one dsms statement for a client (engine thread).
+
+    ``private``: the server's own files, which no connector path may reach; ``python_functions``: whether
+    clients may CREATE FUNCTION (it imports and runs Python code in the server's process).
+    """
     stmt = parse_statement(text)
+    if isinstance(stmt, CreateFunction) and not python_functions:
+        raise SqlError(Diagnostic("CREATE FUNCTION imports and runs Python code in the server's process, which "
+                                  "clients may do only when the server allows it", stmt.span, stmt.source,
+                                  help="start the server with --allow-python-functions (only for trusted clients)"))
     if isinstance(stmt, QueryStatement):  # read your writes: what was inserted before is processed first
         while engine.step():
             pass
     if isinstance(stmt, (CreateSource, CreateSink)):
-        check_paths(stmt, data_root, roots)
+        check_paths(stmt, data_root, roots, private)
     if is_push_query(stmt):
         result = engine.execute_in_session(stmt, settings, data_root)
         handle = result.query

@@ -28,17 +28,7 @@ def bind_emit_clause(node: L.Node, clause: EmitClause | None, ctx: BindContext) 
     """Apply a SELECT's EMIT / ALLOWED LATENESS to the window aggregate it computes."""
     if clause is None:
         return node
-    every = clause.args.get("every")
-    lateness = clause.args.get("lateness")
-    policy = L.EmitPolicy(mode=clause.args.get("mode") or "final",
-                          every_us=interval_micros(every, ctx.source) if every is not None else 0,
-                          lateness_us=interval_micros(lateness, ctx.source) if lateness is not None else 0,
-                          explicit=clause.args.get("mode") is not None)
-    if every is not None and policy.every_us <= 0:
-        raise ctx.error("the interval of EMIT ... EVERY must be positive", every)
-    if lateness is not None and policy.lateness_us < 0:
-        raise ctx.error("ALLOWED LATENESS cannot be negative", lateness)
-
+    policy = _emit_policy(clause, ctx)
     chain: list[L.Node] = []
     cur = node
     while isinstance(cur, (L.Project, L.Filter)):
@@ -51,6 +41,30 @@ def bind_emit_clause(node: L.Node, clause: EmitClause | None, ctx: BindContext) 
                         "window aggregates", clause,
                         help="group by the bounds of a window (TUMBLE, HOP, CUMULATE, SESSION); a group aggregate "
                              "without a window always emits its changes")
+    _check_window_emit(cur, policy, clause, ctx)
+    out: L.Node = replace(cur, emit=policy)
+    for n in reversed(chain):
+        out = n.with_inputs((out,))
+    return out
+
+
+def _emit_policy(clause: EmitClause, ctx: BindContext) -> L.EmitPolicy:
+    """The policy the clause spells, its intervals checked."""
+    every = clause.args.get("every")
+    lateness = clause.args.get("lateness")
+    policy = L.EmitPolicy(mode=clause.args.get("mode") or "final",
+                          every_us=interval_micros(every, ctx.source) if every is not None else 0,
+                          lateness_us=interval_micros(lateness, ctx.source) if lateness is not None else 0,
+                          explicit=clause.args.get("mode") is not None)
+    if every is not None and policy.every_us <= 0:
+        raise ctx.error("the interval of EMIT ... EVERY must be positive", every)
+    if lateness is not None and policy.lateness_us < 0:
+        raise ctx.error("ALLOWED LATENESS cannot be negative", lateness)
+    return policy
+
+
+def _check_window_emit(cur: L.Node, policy: L.EmitPolicy, clause: EmitClause, ctx: BindContext) -> None:
+    """Refuse a policy the window aggregate ``cur`` cannot follow (or ``cur`` not being one)."""
     if not isinstance(cur, L.WindowAggregate):
         raise ctx.error("EMIT and ALLOWED LATENESS apply to a window aggregate, and this SELECT computes none",
                         clause, help="put the clause on the SELECT that groups by the window")
@@ -59,10 +73,6 @@ def bind_emit_clause(node: L.Node, clause: EmitClause | None, ctx: BindContext) 
                         help="use EMIT CHANGES (on every micro-batch) or the default (when the session closes)")
     if cur.window.time_col and cur.input.schema.find(cur.window.time_col).proctime and policy.lateness_us:
         raise ctx.error("processing-time windows have no late events; ALLOWED LATENESS does not apply", clause)
-    out: L.Node = replace(cur, emit=policy)
-    for n in reversed(chain):
-        out = n.with_inputs((out,))
-    return out
 
 
 def resolve_emit(root: L.Node, settings: dict) -> L.Node:

@@ -23,26 +23,7 @@ from .udf import bind_python_calls
 def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]:
     alias = rel.alias if rel.args.get("alias") is not None else None
     if isinstance(rel, exp.Table):
-        inner = rel.this
-        if isinstance(inner, exp.Anonymous) and inner.name.upper() == "TABLE" and inner.expressions:
-            inner = inner.expressions[0]
-        if isinstance(inner, WindowTVFExpr):
-            node, scope = bind_window_tvf(inner, ctx)
-            return node, scope.requalify(alias) if alias else scope
-        if isinstance(inner, GroupWindow):
-            node, scope = bind_window_tvf(tvf_from_function(inner, ctx), ctx)
-            return node, scope.requalify(alias) if alias else scope
-        if isinstance(inner, exp.Anonymous) and inner.name.upper() == "LATE":
-            node = bind_late(inner, ctx)
-            return node, Scope.of(node.schema, alias or "late")
-        if isinstance(inner, exp.Func):
-            raise ctx.error(f"unknown table function '{inner.sql_name() if not isinstance(inner, exp.Anonymous) else inner.name}'",
-                            inner, help="window functions are TUMBLE, HOP, SESSION and CUMULATE")
-        if rel.args.get("db") is not None:
-            raise ctx.error("qualified names (db.table) are not supported", rel)
-        name = Name(rel.name, node_span(rel.this) or Span(0, 0))
-        node = bind_named(name, ctx)
-        return node, Scope.of(node.schema, alias or rel.name)
+        return _bind_table(rel, alias, ctx)
     if isinstance(rel, exp.Subquery):
         node = ctx.bind_set(rel.this, ctx)
         return node, Scope.of(node.schema, alias)
@@ -52,6 +33,36 @@ def bind_relation(rel: exp.Expression, ctx: BindContext) -> tuple[L.Node, Scope]
         node = bind_values(rel, ctx, names)
         return node, Scope.of(node.schema, alias)
     raise ctx.error(f"{type(rel).__name__} is not supported in FROM", rel)
+
+
+def _bind_table(rel: exp.Table, alias: str | None, ctx: BindContext) -> tuple[L.Node, Scope]:
+    """A name in FROM (a source, view or CTE), or a table function (``TABLE(TUMBLE(...))``, ``LATE(s)``)."""
+    inner = rel.this
+    if isinstance(inner, exp.Anonymous) and inner.name.upper() == "TABLE" and inner.expressions:
+        inner = inner.expressions[0]
+    if isinstance(inner, (WindowTVFExpr, GroupWindow, exp.Func)):
+        return _bind_table_function(inner, alias, ctx)
+    if rel.args.get("db") is not None:
+        raise ctx.error("qualified names (db.table) are not supported", rel)
+    name = Name(rel.name, node_span(rel.this) or Span(0, 0))
+    node = bind_named(name, ctx)
+    return node, Scope.of(node.schema, alias or rel.name)
+
+
+def _bind_table_function(inner: exp.Expression, alias: str | None, ctx: BindContext) -> tuple[L.Node, Scope]:
+    """A window TVF (either spelling) or ``LATE(s)`` in FROM."""
+    if isinstance(inner, WindowTVFExpr):
+        node, scope = bind_window_tvf(inner, ctx)
+        return node, scope.requalify(alias) if alias else scope
+    if isinstance(inner, GroupWindow):
+        node, scope = bind_window_tvf(tvf_from_function(inner, ctx), ctx)
+        return node, scope.requalify(alias) if alias else scope
+    if isinstance(inner, exp.Anonymous) and inner.name.upper() == "LATE":
+        node = bind_late(inner, ctx)
+        return node, Scope.of(node.schema, alias or "late")
+    kinds = [k.name for k in WINDOW_KINDS.values()]
+    raise ctx.error(f"unknown table function '{inner.sql_name() if not isinstance(inner, exp.Anonymous) else inner.name}'",
+                    inner, help=f"window functions are {', '.join(kinds[:-1])} and {kinds[-1]}")
 
 
 def bind_late(call: exp.Anonymous, ctx: BindContext) -> LateScan:
@@ -112,6 +123,26 @@ def window_over(node: L.Node, scope: Scope, kind: WindowKind, desc: exp.Column, 
         raise ctx.error(f"the time column '{desc.name}' of {kind} is not an event-time attribute (nor a processing-time one)", desc,
                         help="declare it with WATERMARK FOR in the source (event time) or as PROCTIME() "
                              "(processing time), or use a window's window_time")
+    values = _window_parameters(kind, params, at, ctx)
+    clash = [n for n in L.WINDOW_COLUMNS if node.schema.find(n) is not None]
+    if clash:
+        raise ctx.error(f"the input of {kind.name} already has a column named {clash[0]}", at,
+                        help="rename it in the inner query, e.g. window_time AS rowtime")
+    partition = _window_partition(kind, partition_by, scope, ctx)
+    offset_us = values.pop("offset", 0)
+    spec = kind.spec(time_col.name, offset=offset_us, partition_by=partition, **values)
+    if pa.types.is_timestamp(time_col.type) and time_col.type.tz:
+        spec = in_session_zone(spec, ctx.catalog.settings, lambda m, h: ctx.error(m, desc, help=h))
+    out = L.WindowTVF(node, spec, proctime=time_col.proctime)
+    # The input's columns keep their qualifiers; the window columns are unqualified.
+    cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]
+    cols += [ScopeColumn(None, n, out.schema.find(n)) for n in L.WINDOW_COLUMNS]
+    return out, Scope(tuple(cols))
+
+
+def _window_parameters(kind: WindowKind, params: list[exp.Expression], at: exp.Expression,
+                       ctx: BindContext) -> dict[str, int]:
+    """The window's intervals (microseconds) by parameter name, checked by the kind; ``offset`` when given."""
     names, offset = kind.params, " [, offset]" if kind.takes_offset else ""
     if not len(names) <= len(params) <= len(names) + kind.takes_offset:
         raise ctx.error(f"{kind.name} takes {', '.join(names)}{offset} after the time column", at)
@@ -123,23 +154,18 @@ def window_over(node: L.Node, scope: Scope, kind: WindowKind, desc: exp.Column, 
     if wrong:
         param, message = wrong
         raise ctx.error(message, params[names.index(param)] if param in names else at)
-    clash = [n for n in L.WINDOW_COLUMNS if node.schema.find(n) is not None]
-    if clash:
-        raise ctx.error(f"the input of {kind.name} already has a column named {clash[0]}", at,
-                        help="rename it in the inner query, e.g. window_time AS rowtime")
+    return values
+
+
+def _window_partition(kind: WindowKind, partition_by: list[exp.Expression], scope: Scope,
+                      ctx: BindContext) -> tuple[str, ...]:
+    """The PARTITION BY columns of a window TVF (only the kinds that take them, e.g. SESSION)."""
     partition = tuple(scope.resolve(c, ctx.source).field.name for c in partition_by)
     if partition and not kind.partitioned:
         kinds = " and ".join(k.name for k in WINDOW_KINDS.values() if k.partitioned)
         raise ctx.error(f"PARTITION BY is only allowed for {kinds} windows", partition_by[0])
-    offset_us = values.pop("offset", 0)
-    spec = kind.spec(time_col.name, offset=offset_us, partition_by=partition, **values)
-    if pa.types.is_timestamp(time_col.type) and time_col.type.tz:
-        spec = in_session_zone(spec, ctx.catalog.settings, lambda m, h: ctx.error(m, desc, help=h))
-    out = L.WindowTVF(node, spec, proctime=time_col.proctime)
-    # The input's columns keep their qualifiers; the window columns are unqualified.
-    cols = [ScopeColumn(c.qualifier, c.name, out.schema.find(c.field.name)) for c in scope.columns]
-    cols += [ScopeColumn(None, n, out.schema.find(n)) for n in L.WINDOW_COLUMNS]
-    return out, Scope(tuple(cols))
+    return partition
+
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if a == b or pa.types.is_null(b):

@@ -269,13 +269,25 @@ def _versioned(version: exp.Version, equi, rest, common: dict, j: exp.Join, left
     field = None
     if isinstance(at, exp.Column):
         field = left.schema.find(bind_scalar(at, left_scope, ctx.source, clause="FOR SYSTEM_TIME AS OF").name)
-    if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" and not at.expressions or \
-            isinstance(at, exp.Func) and type(at).__name__.upper() == "PROCTIME" or field is not None and field.proctime:
+    if _on_processing_time(at, field):
         # A processing-time attribute: each event meets the table as it is when the event arrives.
         if right.changelog != L.UPDATING:
             raise ctx.error(f"FOR SYSTEM_TIME AS OF {at.sql()} needs a table (with a primary key) on the right",
                             j.this)
         return Join(**common, strategy="lookup", equi=tuple(equi), residual=_and(rest), stream_side="left")
+    return _temporal(at, field, equi, rest, common, j, ctx)
+
+
+def _on_processing_time(at: exp.Expression, field) -> bool:
+    """Whether AS OF names processing time: PROCTIME() or a processing-time attribute of the left side."""
+    return (isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" and not at.expressions
+            or isinstance(at, exp.Func) and type(at).__name__.upper() == "PROCTIME"
+            or field is not None and field.proctime)
+
+
+def _temporal(at: exp.Expression, field, equi, rest, common: dict, j: exp.Join, ctx: BindContext) -> Join:
+    """A temporal join: each event meets the version of a keyed, event-timed table as of its event time."""
+    right = common["right"]
     source = right.source if isinstance(right, L.Scan) else None
     if source is None or source.kind != "table":
         raise ctx.error("FOR SYSTEM_TIME AS OF needs a table with a PRIMARY KEY on the right", j.this,
@@ -370,28 +382,44 @@ def _time_term(e: exp.Expression, times: set[str], ctx) -> tuple[str, int] | Non
 def _time_bounds(left, right, rename, rest, ctx, j) -> tuple[TimeBounds | None, list]:
     lt = {f.name for f in left.schema if f.rowtime}
     rt = {n for n, orig in rename.items() if right.schema.find(orig).rowtime}
-    comparisons = []  # (conjunct, left col, right col, lower, upper)
+    comparisons = []  # (conjunct, [(left col, right col, lower, upper), ...])
     for c in rest:
-        pieces = [c]
-        if isinstance(c, exp.Between):
-            pieces = [exp.GTE(this=c.this, expression=c.args["low"]), exp.LTE(this=c.this, expression=c.args["high"])]
-        bounds = []
-        for p in pieces:
-            try:
-                b = _bound(p, lt, rt, ctx)
-            except SqlError as e:  # the split BETWEEN has no place of its own: blame the condition
-                if e.diagnostic.span is not None:
-                    raise
-                raise SqlError(replace(e.diagnostic, span=node_span(c) or node_span(j), source=ctx.source)) from None
-            if b is None:
-                bounds = None
-                break
-            bounds.append(b)
+        bounds = _conjunct_bounds(c, lt, rt, ctx, j)
         if bounds:
             comparisons.append((c, bounds))
     if not comparisons:
         return None, rest
     pair = (comparisons[0][1][0][0], comparisons[0][1][0][1])
+    lower, upper, used = _tightest_bounds(comparisons, pair)
+    if lower is None or upper is None:
+        return None, rest  # one bound only: not an interval join (a regular join filters on it)
+    # lower > upper: no pair can match; Flink runs it anyway (inner: nothing, outer: every row padded).
+    remaining = [c for c in rest if not any(c is u for u in used)]
+    return TimeBounds(pair[0], pair[1], lower, upper), remaining
+
+
+def _conjunct_bounds(c: exp.Expression, lt: set[str], rt: set[str], ctx, j) -> list | None:
+    """The time bounds one conjunct sets (a BETWEEN sets two), or None when it is not a time comparison."""
+    pieces = [c]
+    if isinstance(c, exp.Between):
+        pieces = [exp.GTE(this=c.this, expression=c.args["low"]), exp.LTE(this=c.this, expression=c.args["high"])]
+    bounds = []
+    for p in pieces:
+        try:
+            b = _bound(p, lt, rt, ctx)
+        except SqlError as e:  # the split BETWEEN has no place of its own: blame the condition
+            if e.diagnostic.span is not None:
+                raise
+            raise SqlError(replace(e.diagnostic, span=node_span(c) or node_span(j), source=ctx.source)) from None
+        if b is None:
+            return None
+        bounds.append(b)
+    return bounds
+
+
+def _tightest_bounds(comparisons: list, pair: tuple[str, str]) -> tuple[int | None, int | None, list]:
+    """The largest lower and smallest upper bound the comparisons of ``pair``'s two columns set, and those
+    comparisons (the ones the interval join takes over)."""
     lower, upper, used = None, None, []
     for c, bounds in comparisons:
         if any((b[0], b[1]) != pair for b in bounds):
@@ -400,11 +428,7 @@ def _time_bounds(left, right, rename, rest, ctx, j) -> tuple[TimeBounds | None, 
         for _, _, lo, hi in bounds:
             lower = lo if lo is not None and (lower is None or lo > lower) else lower
             upper = hi if hi is not None and (upper is None or hi < upper) else upper
-    if lower is None or upper is None:
-        return None, rest  # one bound only: not an interval join (a regular join filters on it)
-    # lower > upper: no pair can match; Flink runs it anyway (inner: nothing, outer: every row padded).
-    remaining = [c for c in rest if not any(c is u for u in used)]
-    return TimeBounds(pair[0], pair[1], lower, upper), remaining
+    return lower, upper, used
 
 
 def _bound(p: exp.Expression, lt: set[str], rt: set[str], ctx):

@@ -52,63 +52,90 @@ def bind_over(node: L.Node, scope: Scope, items: list[exp.Expression], select: e
         # Top-N when the enclosing query filters it (merge_rank_filter), else a running number (finish_ranks)
         return _bind_rank(node, scope, items, windows[0], resolved[0], ctx)
     check_row_number_alone(windows, ctx)
-
+    _check_one_window(windows, resolved, ctx)
     first = resolved[0]
-    for w, r in zip(windows[1:], resolved[1:]):
-        if _window_key(r) != _window_key(first):
-            raise ctx.error("all OVER aggregates of a SELECT must use the same window", w,
-                            help="compute the others in a separate query, or use one named WINDOW w AS (...)")
-    pre: list[tuple[str, exp.Expression]] = [(f.name, col(f.name)) for f in node.schema]
-    taken = list(node.schema.names)
-
-    def column_for(e: exp.Expression) -> str:
-        bound = bind_scalar(e, scope, ctx.source, clause="OVER")
-        name = passthrough(bound)
-        if name is None:
-            name = next((n for n, x in pre if x == bound), None) or unique_name(f"__over_key{len(pre)}", taken)
-            if all(n != name for n, _ in pre):
-                pre.append((name, bound))
-                taken.append(name)
-        return name
-
-    partition = tuple(column_for(p) for p in first.args.get("partition_by") or [])
+    inputs = _OverInputs(node, scope, ctx)
+    partition = tuple(inputs.column_for(p) for p in first.args.get("partition_by") or [])
     order = _order_column(first, scope, ctx)
     frame = _frame(first, ctx)
     calls: list[L.AggCall | OverCall] = []
     names: dict[int, str] = {}
     for j, w in enumerate(windows):
-        func = w.this
-        if is_window_function(func):
-            out = unique_name(f"__over{j}", taken)
-            taken.append(out)
-            calls.append(bind_window_function(func, resolved[j], frame, out, column_for,
-                                              lambda: _schema_of(node, pre), scope, ctx))
-            names[id(w)] = out
-            continue
-        if isinstance(func, exp.Filter):
-            raise ctx.error("FILTER (WHERE ...) is not supported over a window", func,
-                            help="filter in a subquery, or use CASE WHEN inside the aggregate")
-        if not isinstance(func, exp.AggFunc):
-            raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
-                            "over a window", func, help=_OVER_HELP)
-        kind, arg, distinct = agg_parts(func, ctx)
-        if not kind.in_over:
-            raise ctx.error(f"{kind.name} is not supported over a window", func, help=_OVER_HELP)
-        if distinct:
-            raise ctx.error("DISTINCT aggregates are not supported over a window", func)
-        arg_name = column_for(arg) if arg is not None else None
-        arg_type = infer_type(col(arg_name), _schema_of(node, pre), ctx.source) if arg_name else None
-        out = unique_name(f"__over{j}", taken)
-        taken.append(out)
-        calls.append(L.AggCall(kind, arg_name, False, out, agg_type(kind, arg_type, func, ctx), arg_type))
-        names[id(w)] = out
+        calls.append(_bind_over_call(w.this, j, resolved[j], frame, inputs, ctx))
+        names[id(w)] = calls[-1].name
     if node.changelog == L.UPDATING:
         raise ctx.error("OVER aggregates need an append-only input (a stream)", windows[0])
-    base = node
-    if len(pre) > len(node.schema):
-        base = L.Project(node, tuple(pre), tuple(infer_type(e, node.schema, ctx.source) for _, e in pre))
-    over = OverAggregate(base, partition, order, frame, tuple(calls))
+    over = OverAggregate(inputs.projected(), partition, order, frame, tuple(calls))
     return over, _scope_over(over, scope, names.values()), [_replace(i, names) for i in items]
+
+
+def _check_one_window(windows: list[exp.Window], resolved: list[exp.Window], ctx: BindContext) -> None:
+    """As in Flink, all OVER aggregates of a SELECT share one window."""
+    first = resolved[0]
+    for w, r in zip(windows[1:], resolved[1:]):
+        if _window_key(r) != _window_key(first):
+            raise ctx.error("all OVER aggregates of a SELECT must use the same window", w,
+                            help="compute the others in a separate query, or use one named WINDOW w AS (...)")
+
+
+class _OverInputs:
+    """The columns an OVER aggregate reads: the input's, plus a computed column for each partition key or
+    argument that is an expression (projected before the aggregate)."""
+
+    def __init__(self, node: L.Node, scope: Scope, ctx: BindContext):
+        self.node, self.scope, self.ctx = node, scope, ctx
+        self.pre: list[tuple[str, exp.Expression]] = [(f.name, col(f.name)) for f in node.schema]
+        self.taken = list(node.schema.names)
+
+    def column_for(self, e: exp.Expression) -> str:
+        """The input column holding ``e``, added when ``e`` is a new expression."""
+        bound = bind_scalar(e, self.scope, self.ctx.source, clause="OVER")
+        name = passthrough(bound)
+        if name is None:
+            pre = self.pre
+            name = next((n for n, x in pre if x == bound), None) or unique_name(f"__over_key{len(pre)}", self.taken)
+            if all(n != name for n, _ in pre):
+                pre.append((name, bound))
+                self.taken.append(name)
+        return name
+
+    def new_name(self, hint: str) -> str:
+        name = unique_name(hint, self.taken)
+        self.taken.append(name)
+        return name
+
+    def schema(self):
+        return _schema_of(self.node, self.pre)
+
+    def projected(self) -> L.Node:
+        """The input, with the computed columns when there are any."""
+        node, pre = self.node, self.pre
+        if len(pre) > len(node.schema):
+            return L.Project(node, tuple(pre), tuple(infer_type(e, node.schema, self.ctx.source) for _, e in pre))
+        return node
+
+
+def _bind_over_call(func: exp.Expression, j: int, window: exp.Window, frame: OverFrame, inputs: _OverInputs,
+                    ctx: BindContext) -> L.AggCall | OverCall:
+    """One function over the window: a window function (LAG, FIRST_VALUE, ...) or an aggregate."""
+    if is_window_function(func):
+        out = inputs.new_name(f"__over{j}")
+        return bind_window_function(func, window, frame, out, inputs.column_for, inputs.schema, inputs.scope, ctx)
+    if isinstance(func, exp.Filter):
+        raise ctx.error("FILTER (WHERE ...) is not supported over a window", func,
+                        help="filter in a subquery, or use CASE WHEN inside the aggregate")
+    if not isinstance(func, exp.AggFunc):
+        raise ctx.error(f"{func.sql_name() if not isinstance(func, exp.Anonymous) else func.name} is not supported "
+                        "over a window", func, help=_OVER_HELP)
+    kind, arg, distinct = agg_parts(func, ctx)
+    if not kind.in_over:
+        raise ctx.error(f"{kind.name} is not supported over a window", func, help=_OVER_HELP)
+    if distinct:
+        raise ctx.error("DISTINCT aggregates are not supported over a window", func)
+    arg_name = inputs.column_for(arg) if arg is not None else None
+    arg_type = infer_type(col(arg_name), inputs.schema(), ctx.source) if arg_name else None
+    out = inputs.new_name(f"__over{j}")
+    return L.AggCall(kind, arg_name, False, out, agg_type(kind, arg_type, func, ctx), arg_type)
 
 
 def _schema_of(node: L.Node, pre):

@@ -189,6 +189,26 @@ def _in_source_order(node: L.Node) -> bool:
 
 
 def _check(root: L.Node, route: str, streaming: bool = False, history: bool = False) -> None:
+    """Refuse (with :class:`LoweringRefused`) what a batch statement cannot run, the first refusal first."""
+    _check_operators(root, route)
+    _check_processing_time(root, route)
+    for n in L.walk(root):
+        _check_read(n, route, streaming, history)
+    duckdb_only = duckdb_only_call(root) if route == "spark" else None
+    if duckdb_only is not None:
+        raise _refuse(route, *duckdb_only)
+    _check_ordered_aggregates(root, route, streaming)
+    _check_state_ttl(root, route)
+    if streaming:
+        check_stream(root)
+    if history:
+        check_backfill(root, route)
+    if not streaming:
+        _check_late_rules(root, route)
+
+
+def _check_operators(root: L.Node, route: str) -> None:
+    """Refuse the operators whose result depends on walking rows or on timing: MATCH_RECOGNIZE, lookup joins."""
     for n in L.walk(root):
         if isinstance(n, MatchRecognize):
             raise _refuse(route, "run MATCH_RECOGNIZE",
@@ -199,32 +219,40 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
                           "each event meets the table as it is when the event arrives, which depends on timing; "
                           "a temporal join (FOR SYSTEM_TIME AS OF the event time) or a plain JOIN (a regular "
                           "join) has a result every route agrees on")
+
+
+def _check_processing_time(root: L.Node, route: str) -> None:
     if "processing" in time_kinds(root) or any(
             f.proctime for n in L.walk(root) if isinstance(n, L.Scan) for f in n.schema):
         raise _refuse(route, "run a query on processing time",
                       "its windows close as the clock moves, which a batch statement over files does not have")
-    for n in L.walk(root):
-        if isinstance(n, (L.Scan, LateScan)):
-            src: SourceDef = n.source
-            if not src.descriptor.batch_reads(src.options):
-                # The batch routes read files, and the sources whose descriptor says when (a bounded Kafka read).
-                note = src.descriptor.batch_note
-                raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
-                              f"the batch routes read it only {note}, a bounded read" if note else
-                              "the batch routes read files only")
-            if not src.bounded and not (streaming or history):
-                raise _refuse(route, f"read '{src.name}' (watch = 'true')",
-                              "it keeps growing, and the batch routes read bounded files")
-        why = limit_refusal(n) if isinstance(n, Limit) else None
-        if why is not None:
-            raise _refuse(route, f"run {n.label()}", why)
-        if isinstance(n, StreamOf):
-            raise _refuse(route, f"run {n.label()}",
-                          "the rows a relation that changes with every event inserts or deletes depend on "
-                          "how its input is cut into micro-batches")
-    duckdb_only = duckdb_only_call(root) if route == "spark" else None
-    if duckdb_only is not None:
-        raise _refuse(route, *duckdb_only)
+
+
+def _check_read(n: L.Node, route: str, streaming: bool, history: bool) -> None:
+    """Refuse one node whose rows a batch statement cannot read or compute: an unreadable or unbounded
+    source, a LIMIT the batch routes cannot cut the same way, a stream of a relation's changes."""
+    if isinstance(n, (L.Scan, LateScan)):
+        src: SourceDef = n.source
+        if not src.descriptor.batch_reads(src.options):
+            # The batch routes read files, and the sources whose descriptor says when (a bounded Kafka read).
+            note = src.descriptor.batch_note
+            raise _refuse(route, f"read '{src.name}' (connector '{src.connector}')",
+                          f"the batch routes read it only {note}, a bounded read" if note else
+                          "the batch routes read files only")
+        if not src.bounded and not (streaming or history):
+            raise _refuse(route, f"read '{src.name}' (watch = 'true')",
+                          "it keeps growing, and the batch routes read bounded files")
+    why = limit_refusal(n) if isinstance(n, Limit) else None
+    if why is not None:
+        raise _refuse(route, f"run {n.label()}", why)
+    if isinstance(n, StreamOf):
+        raise _refuse(route, f"run {n.label()}",
+                      "the rows a relation that changes with every event inserts or deletes depend on "
+                      "how its input is cut into micro-batches")
+
+
+def _check_ordered_aggregates(root: L.Node, route: str, streaming: bool) -> None:
+    """Refuse an aggregate whose value depends on row order where the batch routes do not know that order."""
     for n in L.walk(root):
         ordered = [a for a in n.aggs if a.kind.ordered] if isinstance(n, (L.Aggregate, L.WindowAggregate)) else []
         if ordered and (streaming or not _in_source_order(n.input)):
@@ -232,17 +260,14 @@ def _check(root: L.Node, route: str, streaming: bool = False, history: bool = Fa
                           "its value depends on the order rows arrive in, which the batch routes know only for "
                           "the rows of one source read as they are (not after a join, a union, an aggregate or "
                           "a table's changes, nor in a streaming run)")
+
+
+def _check_state_ttl(root: L.Node, route: str) -> None:
     ttl = next((n for n in L.walk(root) if getattr(n, "ttl", 0)), None)
     if ttl is not None:
         raise _refuse(route, f"bound the state of {ttl.label()} by SET 'state.ttl'",
                       "a state time-to-live drops rows by processing time, which a batch statement does not "
                       "have (SET 'state.ttl' = '0 ms' computes the exact result)")
-    if streaming:
-        check_stream(root)
-    if history:
-        check_backfill(root, route)
-    if not streaming:
-        _check_late_rules(root, route)
 
 
 def _check_late_rules(root: L.Node, route: str) -> None:

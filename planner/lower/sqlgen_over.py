@@ -108,59 +108,42 @@ def _with_frame(query: exp.Select, window: exp.Window) -> exp.Select:
 
 def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: OverFrame,
              aggs: tuple[AggCall | OverCall, ...], schema: Schema) -> OverSql:
-    P = list(partition)
-    window = _frame(P, order, frame)
-    arrival = [asc(order), asc(exp.column(SEQ))]
-
     if frame.preceding is not None:
-        items = [alias(_window_item(a, schema, order), a.name) for a in aggs]
-        union = _by_name(select_from("__hist", None, star(), exp.alias_(exp.false(), "__new")),
-                         select_from("__ready", None, star(), exp.alias_(exp.true(), "__new")))
-        framed = _with_frame(select_from(sub(union, "u"), None, star(), *items), window)
-        compute = select_from(sub(framed, "r"), None, *cols(columns), *cols(a.name for a in aggs)) \
-            .where(exp.column("__new")).order_by(*arrival)
-        both = _both()
-        retain = _latest_rows(P, order, frame.preceding) if frame.kind == "ROWS" else None
-        return OverSql(render(compute), retain, None, None, **_last_released(partition, order, frame, schema, both))
+        return _bounded_over_sql(columns, partition, order, frame, aggs, schema)
+    return _unbounded_over_sql(columns, partition, order, frame, aggs, schema)
 
-    # UNBOUNDED PRECEDING: running totals before this release, plus a window over the released rows.
+
+def _bounded_over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: OverFrame,
+                      aggs: tuple[AggCall | OverCall, ...], schema: Schema) -> OverSql:
+    """A bounded frame: a window over the rows kept (``__hist``) and the released ones (``__ready``)."""
+    P = list(partition)
+    arrival = [asc(order), asc(exp.column(SEQ))]
+    items = [alias(_window_item(a, schema, order), a.name) for a in aggs]
+    union = _by_name(select_from("__hist", None, star(), exp.alias_(exp.false(), "__new")),
+                     select_from("__ready", None, star(), exp.alias_(exp.true(), "__new")))
+    framed = _with_frame(select_from(sub(union, "u"), None, star(), *items), _frame(P, order, frame))
+    compute = select_from(sub(framed, "r"), None, *cols(columns), *cols(a.name for a in aggs)) \
+        .where(exp.column("__new")).order_by(*arrival)
+    both = _both()
+    retain = _latest_rows(P, order, frame.preceding) if frame.kind == "ROWS" else None
+    return OverSql(render(compute), retain, None, None, **_last_released(partition, order, frame, schema, both))
+
+
+def _unbounded_over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: OverFrame,
+                        aggs: tuple[AggCall | OverCall, ...], schema: Schema) -> OverSql:
+    """UNBOUNDED PRECEDING: running totals before this release, plus a window over the released rows."""
+    P = list(partition)
     parts: list[tuple[str, exp.Expression, exp.Expression, type, pa.DataType]] = []  # (name, per-row window,
     finals: list[exp.Expression] = []  # batch total, merge, type)
     lags: list[tuple[exp.Expression, str]] = []  # LAG: (value over __hist and __ready, name), joined by __seq
     for i, a in enumerate(aggs):
-        arg = col(a.arg) if a.arg else exp.Star()
         if isinstance(a, OverCall):
-            finals.append(alias(cast(_carried_call(a, i, P, order, parts, lags), a.type), a.name))
-            continue
-        if a.func in ("count", "avg"):
-            parts.append((f"__c{i}", _over(exp.Count(this=arg.copy())), exp.Count(this=arg.copy()), exp.Sum,
-                          pa.int64()))
-        if a.func in ("sum", "avg"):
-            st = a.type if a.func == "sum" else sum_type(schema.find(a.arg).type)
-            parts.append((f"__s{i}", cast(_over(exp.Sum(this=arg.copy())), st), cast(exp.Sum(this=arg.copy()), st),
-                          exp.Sum, st))
-        if a.func in ("min", "max"):
-            func = exp.Min if a.func == "min" else exp.Max
-            parts.append((f"__m{i}", _over(func(this=arg.copy())), func(this=arg.copy()), func,
-                          schema.find(a.arg).type))
-        carried, released = exp.column(f"__c{i}", "c"), exp.column(f"__r_c{i}", "r")
-        count = exp.Paren(this=exp.Add(this=exp.func("COALESCE", carried, lit(0)), expression=released))
-        cs, rs = exp.column(f"__s{i}", "c"), exp.column(f"__r_s{i}", "r")
-        total = exp.Case(ifs=[exp.If(this=exp.Is(this=cs, expression=exp.Null()), true=rs.copy()),
-                              exp.If(this=exp.Is(this=rs.copy(), expression=exp.Null()), true=cs.copy())],
-                         default=exp.Add(this=cs.copy(), expression=rs.copy()))
-        if a.func == "count":
-            value: exp.Expression = count
-        elif a.func == "sum":
-            value = total
-        elif a.func == "avg":
-            value = _average(total, count, a.type)
+            value = _carried_call(a, i, P, order, parts, lags)
         else:
-            pick = exp.Least if a.func == "min" else exp.Greatest
-            value = pick(this=exp.column(f"__m{i}", "c"), expressions=[exp.column(f"__r_m{i}", "r")], ignore_nulls=True)
+            value = _carried_aggregate(a, i, schema, parts)
         finals.append(alias(cast(value, a.type), a.name))
     framed = _with_frame(select_from("__ready", None, star(), *[alias(w, "__r_" + n[2:]) for n, w, _, _, _ in parts]),
-                         window)
+                         _frame(P, order, frame))
     compute = select_from(sub(framed, "r"), None, *cols(columns, "r"), *finals)
     if lags:
         compute = compute.join(sub(_lagged(P, order, frame, lags), "g"), join_type="inner",
@@ -173,6 +156,44 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
     if not parts:  # only LAG: nothing to carry but the rows kept in __hist
         nothing = select_from("__ready", None, *cols(P), alias(lit(0), "__none")).where(exp.false())
         return OverSql(render(compute), retain, render(nothing), pa.schema(keys + [pa.field("__none", pa.int32())]))
+    carry = _advanced_carry(P, parts)
+    carry_schema = pa.schema(keys + [pa.field(n, ty) for n, _, _, _, ty in parts])
+    return OverSql(render(compute), retain, render(carry), carry_schema)
+
+
+def _carried_aggregate(a: AggCall, i: int, schema: Schema, parts: list) -> exp.Expression:
+    """COUNT / SUM / AVG / MIN / MAX under an UNBOUNDED frame: this release's window over ``__ready`` (alias r)
+    on top of what is carried per partition (alias c); adds the carried parts to ``parts``."""
+    arg = col(a.arg) if a.arg else exp.Star()
+    if a.func in ("count", "avg"):
+        parts.append((f"__c{i}", _over(exp.Count(this=arg.copy())), exp.Count(this=arg.copy()), exp.Sum,
+                      pa.int64()))
+    if a.func in ("sum", "avg"):
+        st = a.type if a.func == "sum" else sum_type(schema.find(a.arg).type)
+        parts.append((f"__s{i}", cast(_over(exp.Sum(this=arg.copy())), st), cast(exp.Sum(this=arg.copy()), st),
+                      exp.Sum, st))
+    if a.func in ("min", "max"):
+        func = exp.Min if a.func == "min" else exp.Max
+        parts.append((f"__m{i}", _over(func(this=arg.copy())), func(this=arg.copy()), func,
+                      schema.find(a.arg).type))
+    carried, released = exp.column(f"__c{i}", "c"), exp.column(f"__r_c{i}", "r")
+    count = exp.Paren(this=exp.Add(this=exp.func("COALESCE", carried, lit(0)), expression=released))
+    cs, rs = exp.column(f"__s{i}", "c"), exp.column(f"__r_s{i}", "r")
+    total = exp.Case(ifs=[exp.If(this=exp.Is(this=cs, expression=exp.Null()), true=rs.copy()),
+                          exp.If(this=exp.Is(this=rs.copy(), expression=exp.Null()), true=cs.copy())],
+                     default=exp.Add(this=cs.copy(), expression=rs.copy()))
+    if a.func == "count":
+        return count
+    if a.func == "sum":
+        return total
+    if a.func == "avg":
+        return _average(total, count, a.type)
+    pick = exp.Least if a.func == "min" else exp.Greatest
+    return pick(this=exp.column(f"__m{i}", "c"), expressions=[exp.column(f"__r_m{i}", "r")], ignore_nulls=True)
+
+
+def _advanced_carry(P: list[str], parts: list) -> exp.Select:
+    """``__carry`` merged with this release's totals per partition: the new running totals."""
     # __ord: the carried values before this release's (FIRST_VALUE keeps the older, LAST_VALUE the newer)
     totals = select_from("__ready", None, *cols(P), *[exp.alias_(t, n) for n, _, t, _, _ in parts],
                          alias(lit(1), "__ord"))
@@ -183,8 +204,7 @@ def over_sql(columns: list[str], partition: tuple[str, ...], order: str, frame: 
     carry = select_from(sub(_by_name(carried, totals), "u"), None, *cols(P), *merged)
     if P:
         carry = carry.group_by(*cols(P))
-    carry_schema = pa.schema(keys + [pa.field(n, ty) for n, _, _, _, ty in parts])
-    return OverSql(render(compute), retain, render(carry), carry_schema)
+    return carry
 
 
 def _both() -> exp.Union:
