@@ -42,8 +42,10 @@ class WindowJoinLogic(CountsLate, JoinLogic):
         self.count_late(env, spec.id)
 
     def input_watermark(self, ports: list[int]) -> int:
-        # An idle input reads as +infinity here; it sends no rows until it is back (and its real mark is).
-        self.port_wm.value = list(ports)
+        # A port's watermark only rises (a job restored from a checkpoint starts its ports from nothing); an
+        # idle or finished input reads as +infinity here and sends no rows until it is back, so is not taken.
+        self.port_wm.value = [old if new >= MAX_WATERMARK else max(old, new)
+                              for old, new in zip(self.port_wm.value, ports)]
         return min(ports)
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
