@@ -218,6 +218,12 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
         condition = a.expression.this if isinstance(a.expression, exp.Where) else a.expression
         a = a.this
     kind, arg = _kind_and_argument(a, ctx)
+    if isinstance(arg, exp.Order):
+        raise ctx.error(f"{kind.name} takes no ORDER BY (nor does Flink)", a,
+                        help="the values are aggregated in the order the rows arrive")
+    if condition is not None and not kind.skips_nulls:
+        raise ctx.error(f"{kind.name} keeps NULL values, so FILTER (WHERE ...) on it is not supported yet", a,
+                        help="filter the rows in WHERE, or in a subquery")
     arg, distinct = _distinct(kind, arg, a, ctx)
     if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
         arg = None if condition is None else exp.Literal.number(1)
@@ -304,6 +310,10 @@ def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, 
     if python:
         raise ctx.error(f"the Python aggregate function {python[0].kind.name} is not supported in a {w.window.kind} "
                         "window yet", at, help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
+    listed = [a for a in w.aggs if not a.kind.ordered and any(p.merge == "list" for p in a.partials())]
+    if listed:  # session merges (runtime/operators/session_merge.py) fold numbers, not lists of values
+        raise ctx.error(f"{listed[0].kind.name} is not supported in a {w.window.kind} window yet", at,
+                        help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
     ordered = [a for a in w.aggs if a.kind.ordered]
     if ordered:
         sliced = "/".join(k.name for k in WINDOW_KINDS.values() if not k.merging)
