@@ -121,6 +121,13 @@ class AggregateKind(ABC):
         if self.integer_only and arg is not None and not pa.types.is_integer(arg):
             raise AggregateTypeError(f"{self.name} needs an integer argument, not {arg}")
 
+    def with_null_treatment(self, ignore: bool) -> AggregateKind:
+        """The kind for ``IGNORE NULLS`` (``ignore``) or ``RESPECT NULLS`` written after the argument."""
+        if ignore == self.skips_nulls:
+            return self
+        raise AggregateTypeError(f"{self.name} skips NULL values: RESPECT NULLS is not supported" if self.skips_nulls
+                                 else f"{self.name} keeps NULL values: IGNORE NULLS is not supported")
+
     def with_arguments(self, extra: list[exp.Expression]) -> AggregateKind:
         """The kind for a call with arguments after the first (LISTAGG's separator)."""
         if extra:
@@ -385,7 +392,8 @@ class _Ordered(AggregateKind):
                                        true=seq.copy())]) if self.skips_nulls else seq.copy()
         if self.how == "array":  # no row (only a group aggregate's key without live values): NULL
             value = exp.Filter(this=exp.ArrayAgg(this=exp.Order(this=v.copy(), expressions=[exp.Ordered(this=seq.copy())])),
-                               expression=exp.Where(this=exp.Not(this=exp.Is(this=seq.copy(), expression=exp.Null()))))
+                               expression=exp.Where(this=exp.Not(this=exp.Is(this=present.copy(),
+                                                                              expression=exp.Null()))))
         elif self.how == "listagg":
             value = exp.GroupConcat(this=exp.Order(this=v.copy(), expressions=[exp.Ordered(this=seq.copy())]),
                                     separator=exp.Literal.string(self.separator))
@@ -444,16 +452,32 @@ class ListAgg(_Ordered):
         return ListAgg(extra[0].name)
 
 
+class ArrayAggIgnoringNulls(exp.ArrayAgg):
+    """``ARRAY_AGG(x IGNORE NULLS)`` as the binder rewrites it: a class of its own, so that the call is not
+    equal to ``ARRAY_AGG(x)`` (sqlglot compares trees by class and arguments)."""
+
+    @classmethod
+    def sql_name(cls) -> str:
+        return "ARRAY_AGG"
+
+
 class ArrayAgg(_Ordered):
-    """ARRAY_AGG(x): the values in arrival order, NULLs included (Flink's default, RESPECT NULLS); NULL for no rows.
+    """ARRAY_AGG(x): the values in arrival order, NULLs included (Flink's default, RESPECT NULLS; ``IGNORE
+    NULLS`` skips them); NULL for no rows.
 
     A retraction takes away the value's earliest occurrence, as Flink's ``ArrayAggFunction.retract``.
     """
 
     name = "ARRAY_AGG"
-    sql_classes = (exp.ArrayAgg,)
     how = "array"
-    skips_nulls = False
+
+    def __init__(self, ignore_nulls: bool = False):
+        self.skips_nulls = ignore_nulls
+        self.sql_classes = (ArrayAggIgnoringNulls,) if ignore_nulls else (exp.ArrayAgg,)
+
+    def with_null_treatment(self, ignore: bool) -> AggregateKind:
+        return ARRAY_AGG_IGNORE_NULLS if ignore else ARRAY_AGG
+
     not_on_spark = "Spark SQL's collect_list skips NULL values and takes no order, and ARRAY_AGG keeps both"
 
     def result_type(self, arg):
@@ -515,10 +539,11 @@ COUNT, SUM, AVG, MIN, MAX = Count(), Sum(), Avg(), Min(), Max()
 STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP = StddevPop(), StddevSamp(), VarPop(), VarSamp()
 BIT_AND, BIT_OR, BIT_XOR = BitAnd(), BitOr(), BitXor()
 FIRST_VALUE, LAST_VALUE, LISTAGG = FirstValue(), LastValue(), ListAgg()
-ARRAY_AGG, COLLECT = ArrayAgg(), Collect()
+ARRAY_AGG, ARRAY_AGG_IGNORE_NULLS, COLLECT = ArrayAgg(), ArrayAgg(ignore_nulls=True), Collect()
 KINDS: tuple[AggregateKind, ...] = (COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP,
-                                    BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT)
-NAMES = tuple(k.name for k in KINDS) + ("STDDEV", "VARIANCE")
+                                    BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG,
+                                    ARRAY_AGG_IGNORE_NULLS, COLLECT)
+NAMES = tuple(dict.fromkeys(k.name for k in KINDS)) + ("STDDEV", "VARIANCE")
 
 # Flink aggregates dsms does not run yet, by the name a user writes (refused with this list, not as unknown).
 NOT_YET = ("JSON_ARRAYAGG", "JSON_OBJECTAGG")

@@ -34,6 +34,36 @@ from .from_clause import window_over
 _GROUP_WINDOW_HELPERS = {"START": "window_start", "END": "window_end", "ROWTIME": "window_time"}
 
 
+def with_null_treatment(tree: exp.Expression | None, ctx: BindContext) -> exp.Expression | None:
+    """``agg(x IGNORE NULLS)`` and ``agg(x RESPECT NULLS)`` (parsed as a wrapper around the call): the call of
+    the kind that treats NULLs so (ARRAY_AGG takes both; the aggregates that skip NULLs take IGNORE NULLS)."""
+    treatments = (exp.IgnoreNulls, exp.RespectNulls)
+
+    def fix(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, treatments):  # agg(x) IGNORE NULLS
+            call, wrapper = node.this, node
+        elif isinstance(node.this, treatments) and kind_of(node) is not None:  # agg(x IGNORE NULLS) FILTER (...)
+            call, wrapper = node.copy(), node.this
+            call.set("this", wrapper.this.copy())
+        else:
+            return node
+        ignore = isinstance(wrapper, exp.IgnoreNulls)
+        kind = kind_of(call) if isinstance(call, exp.Expression) else None
+        if kind is None:
+            raise ctx.error(f"{'IGNORE' if ignore else 'RESPECT'} NULLS applies to an aggregate function only",
+                            wrapper)
+        try:
+            treated = kind.with_null_treatment(ignore)
+        except AggregateTypeError as e:
+            raise ctx.error(str(e), wrapper) from None
+        if treated is kind:
+            return call
+        (cls,) = treated.sql_classes
+        return cls(**{k: v for k, v in call.args.items()})
+
+    return tree.transform(fix) if tree is not None else None
+
+
 def has_aggregate(tree: exp.Expression) -> bool:
     return any(is_aggregate(n) for n in tree.walk())
 
