@@ -279,9 +279,12 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, LISTAGG(url, ';') AS lu
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     # ARRAY_AGG (arrival order, NULLs kept unless IGNORE NULLS) and COLLECT (a MULTISET, dsms's MAP of counts).
-    {"name": "aggfam_array_agg_collect_group", "known": {"types": MULTISET_AS_MAP},
-     "sql": """SELECT k, ARRAY_AGG(v) AS av, ARRAY_AGG(url IGNORE NULLS) AS au, COLLECT(v) AS cv
-               FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_array_agg_group",
+     "sql": "SELECT k, ARRAY_AGG(v) AS av, ARRAY_AGG(url IGNORE NULLS) AS au FROM ev2 GROUP BY k"},
+    {"name": "aggfam_array_agg_as_string_group",
+     "sql": "SELECT k, CAST(ARRAY_AGG(v) AS STRING) AS av FROM ev2 GROUP BY k"},
+    {"name": "aggfam_collect_group", "known": {"types": MULTISET_AS_MAP},
+     "sql": "SELECT k, COLLECT(v) AS cv FROM ev2 GROUP BY k"},
     {"name": "aggfam_array_agg_collect_tumble", "known": {"types": MULTISET_AS_MAP},
      "sql": f"""SELECT window_start, window_end, k, ARRAY_AGG(v) AS av, COLLECT(price) AS cp
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
