@@ -329,6 +329,14 @@ def scanned_sources(node) -> set[str]:
 def declaration(stmt: CreateTableAs, planned: PlannedQuery) -> str:
     """The CREATE TABLE / STREAM of a CTAS target: the query's columns, the statement's options."""
     columns = ", ".join(f'"{f.name}" {sql_name(f.type)}' for f in planned.schema)
+    names = {f.name.lower(): f.name for f in planned.schema}
+    for key in stmt.primary_key:
+        if key.value.lower() not in names:
+            raise SqlError(Diagnostic(f"the primary key column '{key.value}' is not a column of the query",
+                                      key.span, stmt.source, help=f"the query's columns: {', '.join(names.values())}"))
+    if stmt.primary_key:
+        columns += ", PRIMARY KEY (" + ", ".join(f'"{names[k.value.lower()]}"' for k in stmt.primary_key) + \
+            ") NOT ENFORCED"
     options = dict(stmt.options)
     options.setdefault("connector", "memory")
     with_ = ", ".join(f"'{k}' = '{str(v).replace(chr(39), chr(39) * 2)}'" for k, v in options.items())

@@ -138,6 +138,13 @@ class Dsms(Dialect):
                     items.append(item)
             return items
 
+        def _parse_projections(self):
+            # sqlglot takes ``SELECT FROM s`` as a select of no columns; Flink refuses it.
+            projections, exclude = super()._parse_projections()
+            if not projections:
+                self.raise_error("Expected a column or an expression after SELECT", self._curr or self._prev)
+            return projections, exclude
+
         FUNCTION_PARSERS = {
             **parser.Parser.FUNCTION_PARSERS,
             **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP

@@ -255,6 +255,9 @@ class _Build(Transformer):
             raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
         if len(pks) > 1:
             raise SqlSyntaxError(Diagnostic("a source can declare only one PRIMARY KEY", _span(meta), self.source))
+        ctas = next((c for c in children if isinstance(c, lark.Tree) and c.data == "ctas_query"), None)
+        if ctas is not None:
+            return self._ctas_with_key(meta, children, kind, name, options, pks, columns + computed + tuple(watermarks))
         return st.CreateSource(
             _span(meta), self.source, kind=kind, name=name, columns=columns, computed=computed,
             watermark=watermarks[0] if watermarks else None, primary_key=pks[0] if pks else (),
@@ -314,6 +317,22 @@ class _Build(Transformer):
         options = next((c for c in children if isinstance(c, dict)), {})
         return st.CreateTableAs(_span(meta), self.source, kind=kind, name=name, options=options,
                                 query=self._query(children[-1]),
+                                if_not_exists="if_not_exists" in self._flags(children))
+
+    def _ctas_with_key(self, meta, children, kind, name, options, pks, others) -> st.CreateTableAs:
+        """``CREATE TABLE t (PRIMARY KEY (k) NOT ENFORCED) AS SELECT``: the columns are the query's, the key is
+        the statement's."""
+        if others or not pks:
+            span = others[0].span if others and getattr(others[0], "span", None) else _span(meta)
+            raise SqlSyntaxError(Diagnostic(
+                "CREATE TABLE ... AS SELECT takes its columns from the query: only a PRIMARY KEY goes in parentheses",
+                span, self.source, help="write CREATE TABLE t (PRIMARY KEY (k) NOT ENFORCED) AS SELECT ..."))
+        if "or_replace" in self._flags(children):
+            raise SqlSyntaxError(Diagnostic("CREATE OR REPLACE TABLE ... AS SELECT is not supported", _span(meta),
+                                            self.source, help="DROP the table first"))
+        query = next(c for c in children if isinstance(c, lark.Tree) and c.data == "ctas_query").children[-1]
+        return st.CreateTableAs(_span(meta), self.source, kind=kind, name=name, options=options,
+                                query=self._query(query), primary_key=pks[0],
                                 if_not_exists="if_not_exists" in self._flags(children))
 
     def show_what(self, children):

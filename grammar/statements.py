@@ -141,6 +141,7 @@ class CreateTableAs(Statement):
     options: dict = field(default_factory=dict)
     query: Query | None = None
     if_not_exists: bool = False
+    primary_key: tuple[Name, ...] = ()  # CREATE TABLE t (PRIMARY KEY (k) NOT ENFORCED) AS SELECT
 
 
 @dataclass(frozen=True)

@@ -245,8 +245,12 @@ class Avg(AggregateKind):
         total, count = cols["s"], _valid(cols["c"])
         if pa.types.is_integer(out):
             return pc.divide(total, count).cast(out)  # truncates toward zero, as Flink
-        if pa.types.is_decimal(total.type):
-            return pc.divide(total, count.cast(total.type)).cast(out)
+        if pa.types.is_decimal(total.type) and pa.types.is_decimal(out):
+            # Arrow widens a decimal quotient's scale past 38 digits: divide in 256 bits, then round half up to
+            # the result's scale, as Flink's decimal AVG does.
+            exact = pc.divide(total.cast(pa.decimal256(total.type.precision, total.type.scale)),
+                              count.cast(pa.decimal256(19, 0)))
+            return pc.round(exact, ndigits=out.scale, round_mode="half_up").cast(out)
         return pc.divide(total.cast(pa.float64()), count.cast(pa.float64())).cast(out)
 
 

@@ -184,12 +184,13 @@ def _lower_cast(node: exp.Cast) -> exp.Expression | None:
     zoned = lower_zoned_cast(node, lambda local: format_timestamp(local, "yyyy-MM-dd HH:mm:ss.SSS"))
     if zoned is not None:  # to or from TIMESTAMP_LTZ, in the session time zone
         return zoned
-    if node.to.is_type(*exp.DataType.INTEGER_TYPES) and source.this in _DOUBLE | {exp.DataType.Type.DECIMAL}:
+    # ``.this in`` a set of type names, not ``is_type``, which builds a DataType for every name it compares.
+    if node.to.this in exp.DataType.INTEGER_TYPES and source.this in _DOUBLE | {exp.DataType.Type.DECIMAL}:
         # Flink (and Spark) truncate toward zero; DuckDB rounds.
         new = node.copy()
         new.set("this", exp.Trunc(this=new.this))
         return new
-    if not node.to.is_type(*exp.DataType.TEXT_TYPES):
+    if node.to.this not in exp.DataType.TEXT_TYPES:
         return None
     # Flink prints TIMESTAMP(3) with exactly three fractional digits and booleans as TRUE / FALSE.
     if source.is_type(exp.DataType.Type.TIMESTAMP):

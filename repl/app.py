@@ -32,6 +32,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 import dsms
 from dsms import DsmsError
+from dsms.crash import report_bug
 from dsms.grammar import Diagnostic, ResetOption, SetOption, SqlError, parse_script
 
 from .completion import SqlCompleter, quote_name
@@ -109,16 +110,16 @@ class Repl:
                 self._refresh_live()
             except Exception as e:  # the driver must outlive any one view
                 self.live = None
-                self.error(f"internal error while showing the live result: {type(e).__name__}: {e}")
+                self.bug(e, "showing a live result")
             await asyncio.sleep(0 if busy else self.tick)
 
     def _step(self) -> bool:
         try:
             busy = self.engine.step()
         except Exception as e:  # an internal error: say it once, keep the shell going
-            message = f"internal error: {type(e).__name__}: {e}"
+            message = f"{type(e).__name__}: {e}"
             if message != self._last_failure:
-                self.error(message)
+                self.bug(e, "running the queries")
             self._last_failure = message
             return False
         self._report_failures()
@@ -173,7 +174,7 @@ class Repl:
         except KeyboardInterrupt:
             self.error("interrupted")
         except Exception as e:  # a bug must not end the session
-            self.error(f"internal error: {type(e).__name__}: {e}")
+            self.bug(e, f"running: {text}")
         finally:
             self._executing = False
         return True
@@ -296,6 +297,10 @@ class Repl:
 
     def error(self, text: str) -> None:
         self.print(text if text.startswith("error") else f"error: {text}", "class:error")
+
+    def bug(self, e: Exception, doing: str) -> None:
+        """An error that is not a DsmsError: one line saying it is a bug and where its traceback went."""
+        self.print(report_bug(e, f"dsms shell, {doing}\n(dsms {dsms.__version__})")[0], "class:error")
 
     def _key_bindings(self) -> KeyBindings:
         kb = KeyBindings()

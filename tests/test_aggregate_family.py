@@ -224,3 +224,38 @@ def test_filter_and_grouping_mistakes_are_refused_with_a_position(sql, message):
     with pytest.raises(dsms.SqlError, match=message) as e:
         engine.plan(sql)
     assert e.value.diagnostic.span is not None
+
+
+@pytest.mark.parametrize("window", ["TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)",
+                                    "HOP(TABLE s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"])
+@pytest.mark.parametrize("route", ["runtime", "duckdb"])
+def test_window_avg_of_a_decimal_rounds_half_up_to_scale_6(window, route, tmp_path):
+    """AVG(DECIMAL(10, 2)) is DECIMAL(38, 6) as in Flink, rounded half up; the oracle is Python's decimal."""
+    import datetime as dt
+    import decimal
+    import json
+    import random
+
+    rng = random.Random(7)
+    base = dt.datetime(2024, 1, 1)
+    data = [(rng.randrange(3), decimal.Decimal(rng.randrange(-99999, 99999)) / 100, base + dt.timedelta(seconds=i))
+            for i in range(60)]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"k": k, "amount": str(a), "ts": t.isoformat(sep=" ")}) + "\n"
+                            for k, a, t in data))
+    engine = dsms.Engine()
+    engine.execute(f"""CREATE STREAM s (k INT, amount DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+      WITH (connector = 'file', path = '{path}', format = 'json'); SET 'engine' = '{route}';""")
+    q = engine.query(f"SELECT window_start, k, AVG(amount) AS a FROM TABLE({window}) GROUP BY window_start, window_end, k")
+    engine.run_until_idle()
+    got = q.snapshot()
+    assert got.schema.field("a").type == pa.decimal128(38, 6)
+    size, slide = (10, 10) if window.startswith("TUMBLE") else (10, 5)
+    groups: dict = {}
+    for k, a, t in data:
+        s = int((t - base).total_seconds())
+        for start in range(s - s % slide - size + slide, s + 1, slide):
+            groups.setdefault((base + dt.timedelta(seconds=start), k), []).append(a)
+    want = {key: (sum(v) / len(v)).quantize(decimal.Decimal("0.000001"), rounding=decimal.ROUND_HALF_UP)
+            for key, v in groups.items()}
+    assert {(r["window_start"], r["k"]): r["a"] for r in got.to_pylist()} == want

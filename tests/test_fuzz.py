@@ -169,6 +169,8 @@ REFUSED = [
     ("SELECT CAST(x AS DECIMAL(5, 9)) FROM s", "scale 0 to the precision"),
     ("CREATE STREAM q (a BIGINT) WITH (connector = 'file', path = 'a\x00b.json', format = 'json')", "NUL"),
     ("SELECT ISTREAM * FROM s [ROWS 1e308]", ""),
+    ("SELECT * FROM s [ROWS 1e308]", "whole number n from 1"),
+    ("SELECT COUNT(*) FROM s [ROWS 99999999999999999999999]", "whole number n from 1"),
     ("SELECT ISTREAM * FROM s [RANGE 1 MINUTE SLIDE 'NaN' SECONDS]", ""),
     ("SELECT o.id FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.* AS r ON o.cur = r.cur",
      "'o.*' stands for all columns"),
@@ -192,6 +194,9 @@ REFUSED = [
     ("SET 'emitt' = 'changes'", "unknown setting 'emitt'"),
     ("SELECT k, x, FROM s", "expected an item after ','"),
     ("SELECT k,, x FROM s", "expected an item after ','"),
+    ("SELECT  FROM s", "expected a column or an expression after SELECT"),
+    ("CREATE SINK q WITH (connector = 'memory') AS SELECT FROM s WHERE x > 1",
+     "expected a column or an expression after SELECT"),
     ("INSERT INTO ads (ad_id, campaign) VALUES ('inf', 'fall')", "cannot insert these rows"),
     ("SELECT " + " + ".join(["x"] * 2000) + " AS y FROM s", "nested too deeply"),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -281,6 +282,45 @@ def test_dropping_a_ctas_query_keeps_its_table_and_its_rows(tmp_path):
         assert [r["id"] for r in engine.execute("SHOW QUERIES").table.to_pylist()] == ["n"]
         engine.execute("INSERT INTO copy VALUES (3)")
         assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 2}]
+
+
+def test_create_table_as_with_a_primary_key_takes_an_updating_query_across_restarts(tmp_path):
+    """Flink 2's CTAS with a key: ``CREATE TABLE t (PRIMARY KEY (k) NOT ENFORCED) AS SELECT`` upserts by k."""
+    state = str(tmp_path / "state")
+    sql = "SELECT ad, COUNT(*) AS n, SUM(cost) AS total FROM clicks GROUP BY ad"
+    first, second = clicks(60, seed=11), clicks(40, seed=12)
+    with memory_engine(state_dir=state) as engine:
+        result = engine.execute(f"CREATE TABLE per_ad (PRIMARY KEY (ad) NOT ENFORCED) AS {sql}")
+        assert result.message == "Created table per_ad and started query per_ad: INSERT INTO per_ad"
+        engine.insert("clicks", [(r["ad"], r["cost"], r["ts"]) for r in first])
+        engine.run_until_idle()
+        assert rows_of(_current(engine, "per_ad")) == oracle(first, sql)
+    with dsms.Engine(state_dir=state) as engine:
+        assert engine.execute("DESCRIBE per_ad").table.to_pylist()[0]["extra"] == "PRIMARY KEY"
+        engine.insert("clicks", [(r["ad"], r["cost"], r["ts"]) for r in second])
+        engine.run_until_idle()
+        assert rows_of(_current(engine, "per_ad")) == oracle(first + second, sql)
+
+
+def _current(engine: dsms.Engine, table: str):
+    """A memory table's rows now: a query over it, run until idle."""
+    q = engine.query(f"SELECT * FROM {table}")
+    engine.run_until_idle()
+    return q.snapshot()
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("CREATE TABLE t (PRIMARY KEY (nope) NOT ENFORCED) AS SELECT ad FROM clicks",
+     "the primary key column 'nope' is not a column of the query"),
+    ("CREATE TABLE t (ad INT, PRIMARY KEY (ad) NOT ENFORCED) AS SELECT ad FROM clicks",
+     "only a PRIMARY KEY goes in parentheses"),
+    ("CREATE TABLE t AS SELECT ad, COUNT(*) AS n FROM clicks GROUP BY ad",
+     "insert into a memory TABLE with a PRIMARY KEY"),
+])
+def test_create_table_as_refusals_name_the_place(sql, message):
+    with pytest.raises(dsms.SqlError, match=re.escape(message)) as info:
+        memory_engine().execute(sql)
+    assert info.value.line == 1 and info.value.column is not None
 
 
 # -- state directories: restored, exactly once ---------------------------------------------------

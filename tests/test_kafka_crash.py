@@ -22,6 +22,7 @@ import dsms
 from dsms.runtime import checkpoint as ckpt
 
 from changes import final_table
+from crash_helpers import newest_checkpoint, wait_past_checkpoint
 from kafka_helpers import consume_all, new_topic, produce
 from oracle import duck, rows
 
@@ -30,10 +31,10 @@ BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 KILLS = 10
 
 SCRIPT = """
-SET 'checkpoint.interval' = '700 ms';
+SET 'checkpoint.interval' = '300 ms';
 CREATE STREAM clicks (ad INT, cost BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
   WITH ('connector' = 'kafka', 'topic' = '{src}', 'properties.bootstrap.servers' = '{bootstrap}', 'format' = 'json',
-        'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'batch.size' = '100');
+        'scan.startup.mode' = 'earliest-offset', 'batch.size' = '100');
 CREATE SINK per_window WITH ('connector' = 'kafka', 'topic' = '{windows}',
     'properties.bootstrap.servers' = '{bootstrap}', 'format' = 'json') AS
   SELECT window_start, ad, COUNT(*) AS n, SUM(cost) AS cost
@@ -45,23 +46,33 @@ CREATE SINK totals WITH ('connector' = 'kafka', 'topic' = '{totals}',
 
 
 def make_events(n: int, seed: int) -> list[dict]:
+    """``n`` clicks 37 ms of event time apart, then one an hour later whose watermark closes every window."""
     rng = random.Random(seed)
-    return [{"ad": rng.randrange(8), "cost": rng.randrange(100),
-             "ts": (BASE + dt.timedelta(milliseconds=i * 37)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]}
-            for i in range(n)]
+    events = [{"ad": rng.randrange(8), "cost": rng.randrange(100), "ts": BASE + dt.timedelta(milliseconds=i * 37)}
+              for i in range(n)]
+    events.append({"ad": 8, "cost": 0, "ts": events[-1]["ts"] + dt.timedelta(hours=1)})
+    return [{**e, "ts": e["ts"].strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]} for e in events]
 
 
-def pipeline(tmp_path, bootstrap: str, src: str, name: str):
+def pipeline(tmp_path, bootstrap: str, name: str):
+    src = new_topic(bootstrap, f"crash-in-{name}", 1)
     windows, totals = new_topic(bootstrap, f"windows-{name}", 2), new_topic(bootstrap, f"totals-{name}", 1)
     folder = tmp_path / name
     folder.mkdir()
     (folder / "job.sql").write_text(SCRIPT.format(src=src, bootstrap=bootstrap, windows=windows, totals=totals))
-    return folder, windows, totals
+    return folder, src, windows, totals
 
 
 def start(folder):
     return subprocess.Popen([DSMS, "run", str(folder / "job.sql"), "--state-dir", str(folder / "state"), "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def kill(proc) -> None:
+    assert proc.poll() is None, f"dsms run ended by itself ({proc.returncode}): {proc.stderr.read()}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
 
 
 def outputs(bootstrap: str, windows: str, totals: str):
@@ -70,45 +81,65 @@ def outputs(bootstrap: str, windows: str, totals: str):
     assert all(h.get("dsms.epoch") for *_, h in window_msgs + total_msgs)  # written through the write-ahead log
     window_rows = sorted(tuple(json.loads(v).values()) for _, _, _, v, _ in window_msgs)
     log = [json.loads(v) for _, _, _, v, _ in total_msgs]
+    if not log:
+        return window_rows, []
     final = final_table([pa.Table.from_pylist([{"op": r.pop("op"), **r} for r in log])])  # strict: no double change
     return window_rows, rows(final)
 
 
+def settled(bootstrap: str, windows: str, totals: str, want, timeout: float = 120.0):
+    """The outputs once they equal ``want`` (or as they are after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    got = outputs(bootstrap, windows, totals)
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.5)
+        got = outputs(bootstrap, windows, totals)
+    return got
+
+
 def test_kill_9_at_random_points_gives_each_result_exactly_once(kafka_broker, tmp_path):
+    """An unbounded source, fed while the job runs: each of the kills lands on a process that restored the
+    last checkpoint and took one of its own, at a random moment after it."""
     events = make_events(9000, seed=7)
-    src = new_topic(kafka_broker, "crash-in", 1)
-    produce(kafka_broker, src, events)
-
-    clean, clean_windows, clean_totals = pipeline(tmp_path, kafka_broker, src, "clean")
-    began = time.monotonic()
-    proc = start(clean)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    duration = time.monotonic() - began
-
-    crashed, windows, totals = pipeline(tmp_path, kafka_broker, src, "crashed")
-    rng = random.Random(12)
-    kills = 0
-    while kills < KILLS:
-        proc = start(crashed)
-        time.sleep(rng.uniform(1.0, duration))
-        if proc.poll() is not None:  # it finished before the kill: the remaining kills hit the no-op restart
-            assert proc.returncode == 0, proc.communicate()[1]
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-        kills += 1
-    proc = start(crashed)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-
     ev = pa.Table.from_pylist([{**e, "ts": dt.datetime.fromisoformat(e["ts"])} for e in events])
+    closed = f"time_bucket(INTERVAL '5 seconds', ts) + INTERVAL '5 seconds' <= TIMESTAMP '{max(ev.column('ts').to_pylist())}' " \
+             "- INTERVAL '2 seconds'"
     oracle_windows = sorted(
         (r["window_start"].strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], r["ad"], r["n"], r["cost"])
         for r in duck("SELECT time_bucket(INTERVAL '5 seconds', ts) AS window_start, ad, COUNT(*) AS n, "
-                      "CAST(SUM(cost) AS BIGINT) AS cost FROM ev GROUP BY ALL", ev=ev).to_pylist())
+                      f"CAST(SUM(cost) AS BIGINT) AS cost FROM ev WHERE {closed} GROUP BY ALL", ev=ev).to_pylist())
     oracle_totals = rows(duck("SELECT ad, COUNT(*) AS n, CAST(SUM(cost) AS BIGINT) AS cost FROM ev GROUP BY ad", ev=ev))
-    assert outputs(kafka_broker, clean_windows, clean_totals) == (oracle_windows, oracle_totals)
-    assert outputs(kafka_broker, windows, totals) == (oracle_windows, oracle_totals)
+    want = (oracle_windows, oracle_totals)
+
+    clean, src, clean_windows, clean_totals = pipeline(tmp_path, kafka_broker, "clean")
+    proc = start(clean)
+    try:
+        produce(kafka_broker, src, events)
+        uninterrupted = settled(kafka_broker, clean_windows, clean_totals, want)
+    finally:
+        kill(proc)
+    assert uninterrupted == want
+
+    crashed, src, windows, totals = pipeline(tmp_path, kafka_broker, "crashed")
+    rng = random.Random(12)
+    cuts = sorted(rng.sample(range(1, len(events) - 1), KILLS))
+    chunks = [events[a:b] for a, b in zip([0, *cuts], [*cuts, len(events)])]
+    for chunk in chunks[:-1]:
+        before = newest_checkpoint(crashed / "state")
+        proc = start(crashed)
+        produce(kafka_broker, src, chunk)  # while it starts and runs
+        wait_past_checkpoint(crashed / "state", before, proc)
+        time.sleep(rng.uniform(0.0, 1.0))
+        kill(proc)
+    proc = start(crashed)
+    try:
+        produce(kafka_broker, src, chunks[-1])
+        settled(kafka_broker, windows, totals, want)
+        time.sleep(1.0)  # a duplicate produced late would still show
+        got = outputs(kafka_broker, windows, totals)
+    finally:
+        kill(proc)
+    assert got == uninterrupted
 
 
 # -- the same crash, at chosen points, in one process -----------------------------------------------------

@@ -22,6 +22,7 @@ import time
 
 import duckdb
 
+from crash_helpers import newest_checkpoint, wait_past_checkpoint
 from postgres_helpers import cdc_options, create_orders, execute, fetch, jdbc_options, random_changes, unique, wait_for
 
 DSMS = os.path.join(os.path.dirname(sys.executable), "dsms")
@@ -54,9 +55,10 @@ def test_cdc_to_jdbc_killed_at_random_points_ends_equal_to_postgresql_own_aggreg
     """)
     rng = random.Random(2024)
     for _ in range(KILLS):
+        before = newest_checkpoint(tmp_path / "state")
         proc = start(script, tmp_path / "state")
-        time.sleep(rng.uniform(0.2, 2.5))
-        random_changes(postgres, source, rng, transactions=rng.randrange(5, 40))  # while it runs
+        random_changes(postgres, source, rng, transactions=rng.randrange(5, 40))  # while it starts and runs
+        wait_past_checkpoint(tmp_path / "state", before, proc)
         time.sleep(rng.uniform(0.0, 1.5))
         kill(proc)
         random_changes(postgres, source, rng, transactions=rng.randrange(0, 10))  # while it is down
@@ -93,8 +95,10 @@ def test_an_append_only_jdbc_sink_killed_at_random_points_holds_each_row_exactly
 
     for _ in range(KILLS):
         append(rng.randrange(500, 3000))
+        before = newest_checkpoint(tmp_path / "state")
         proc = start(script, tmp_path / "state")
-        time.sleep(rng.uniform(0.5, 3.0))
+        wait_past_checkpoint(tmp_path / "state", before, proc)
+        time.sleep(rng.uniform(0.0, 1.5))
         append(rng.randrange(0, 1000))
         time.sleep(rng.uniform(0.0, 1.0))
         kill(proc)

@@ -147,6 +147,31 @@ def test_errors_show_a_caret_and_leave_the_session_usable(tmp_path):
     run(scenario)
 
 
+def test_an_internal_error_is_one_line_naming_its_log_and_the_session_goes_on(tmp_path, monkeypatch):
+    """Not a DsmsError: the shell says it is a bug and where the traceback went, and keeps running."""
+    monkeypatch.setenv("DSMS_LOG_DIR", str(tmp_path / "logs"))
+    real = dsms.Engine.execute_statement
+
+    def broken(self, stmt, *args, **kwargs):
+        if "boom" in str(getattr(stmt, "name", "")):
+            raise RuntimeError("something internal")
+        return real(self, stmt, *args, **kwargs)
+
+    monkeypatch.setattr(dsms.Engine, "execute_statement", broken)
+
+    async def scenario():
+        async with Shell() as sh:
+            await sh.run("CREATE STREAM boom (x BIGINT) WITH (connector = 'memory');")
+            await sh.wait_for("internal error (a bug): RuntimeError: something internal; details are in")
+            await sh.run("SELECT 7 AS seven;")
+            await sh.wait_for("seven\n-----\n7\n(1 row)")
+            assert "Traceback" not in sh.screen.text()
+
+    run(scenario)
+    (log,) = (tmp_path / "logs").iterdir()
+    assert "Traceback" in log.read_text() and "something internal" in log.read_text()
+
+
 def test_create_sink_returns_the_prompt_at_once_and_keeps_running():
     async def scenario():
         async with Shell(cols=250) as sh:  # SHOW QUERIES is wide

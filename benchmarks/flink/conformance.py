@@ -134,8 +134,11 @@ def run_dsms(paths: dict, case: dict) -> dict:
 
 
 def value(v):
+    """As runner.py gives Flink's values: timestamps as text, dates and times in ISO form, decimals tagged."""
     if isinstance(v, dt.datetime):
         return timestamp_text(v)
+    if isinstance(v, (dt.date, dt.time)):
+        return v.isoformat()
     if isinstance(v, decimal.Decimal):
         return {"decimal": str(v)}
     if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):

@@ -25,9 +25,6 @@ AGG_FAMILY = """STDDEV_POP(price) AS sp, STDDEV_SAMP(price) AS ss, VAR_POP(price
   COUNT(DISTINCT v) FILTER (WHERE v > 0) AS dvf, MIN(price) FILTER (WHERE v IS NULL OR v < 0) AS mf"""
 
 SUM_INT = "SUM of an INT column is INT in Flink (it can overflow), BIGINT in dsms (docs/sql.md says so)"
-AVG_DECIMAL = ("dsms bug: a window AVG of a DECIMAL fails when the window fires: runtime/operators/window_agg.py "
-               "_final divides decimal128(38, s) by the count cast to decimal128(38, s), and Arrow's result "
-               "precision is out of range (the non-windowed AVG is right)")
 RANK_TOP_N = ("Flink 2.3 refuses RANK() and DENSE_RANK() in a streaming Top-N ('RANK() on streaming table is not "
               "supported currently') and in a window Top-N ('only ROW_NUMBER() is supported'); dsms runs them "
               "(ties share a rank and stay together; tests/test_topn_rank.py checks the rows against DuckDB)")
@@ -48,7 +45,7 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, k, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS sv, AVG(v) AS av,
                        SUM(price) AS sp, AVG(price) AS ap, SUM(amount) AS sa, MAX(amount) AS ma
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
-    {"name": "tumble_avg_decimal", "known": {"error": AVG_DECIMAL},
+    {"name": "tumble_avg_decimal",
      "sql": f"SELECT window_start, k, AVG(amount) AS aa FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"},
     {"name": "group_by_avg_decimal", "sql": "SELECT k, AVG(amount) AS aa, SUM(amount) AS sa FROM ev2 GROUP BY k"},
     {"name": "tumble_min_max",

@@ -115,15 +115,19 @@ def bind_relation_to_stream(tree: RelationToStream, ctx: BindContext) -> L.Node:
 
 # -- [ROWS n] ------------------------------------------------------------------------------
 
+# The most rows a [ROWS n] window keeps per partition: its row numbers are 64-bit integers.
+ROWS_LIMIT = 2**62
+
 def rewrite_rows_window(select: exp.Select, w: CqlWindow, ctx: BindContext, istream: bool = False) -> exp.Expression:
     """``[ROWS n]`` / ``[PARTITION BY k ROWS n]`` as an equivalent query over the plain stream.
 
     With ``istream``, the query whose rows are what ISTREAM of the relation gives, event by event:
     each arriving row (without aggregates), or each row with its window's aggregates.
     """
-    n = int(w.args["rows"].name)
-    if n < 1:
-        raise ctx.error("a [ROWS n] window needs n >= 1", w)
+    text = w.args["rows"].name
+    n = int(text) if text.isdigit() else 0
+    if not 1 <= n <= ROWS_LIMIT:
+        raise ctx.error(f"a [ROWS n] window needs a whole number n from 1 to {ROWS_LIMIT:,}, not {text}", w)
     base, scope = bind_relation(w.this.copy(), ctx)
     rowtime = next((f.name for f in base.schema if f.rowtime), None)
     if rowtime is None:

@@ -115,6 +115,8 @@ class Join(Node):
         if self.strategy == "regular":
             updating = any(n.changelog == UPDATING for n in (self.left, self.right)) or self.kind != "inner"
             changelog = UPDATING if updating else APPEND
+        elif self.strategy == "temporal":  # the left side's changes, each joined with its version (as Flink)
+            changelog = self.left.changelog
         else:
             changelog = APPEND
         watermark = self._output_watermark() if schema.rowtime is not None else None

@@ -236,15 +236,19 @@ def window_join_sql(j: JoinSql) -> dict:
 
 # -- temporal join -------------------------------------------------------------------------
 
-def temporal_join_sql(j: JoinSql, keys: tuple[str, ...]) -> dict:
-    """``keys``: the versioned table's primary key (its input column names)."""
+def temporal_join_sql(j: JoinSql, keys: tuple[str, ...], updating: bool = False) -> dict:
+    """``keys``: the versioned table's primary key (its input column names). ``updating``: the left side carries
+    row kinds (and its rows an arrival number, ``SEQ``): each change is joined and emitted with its kind, in order."""
     n = j.node
     left_time, version_time = j.source[n.as_of][1], j.source[n.version_time][1]
     buffer, versions, batch = j.table("l"), j.table("v"), j.table("b")
     K = list(keys)
-    setup = (render(create_table(buffer, j.columns(0, ("__t", "BIGINT")))),
+    kinds = (("__op", "TINYINT"), ("__seq", "BIGINT")) if updating else ()
+    setup = (render(create_table(buffer, j.columns(0, ("__t", "BIGINT"), *kinds))),
              render(create_table(versions, j.columns(1, ("__t", "BIGINT"), ("__del", "BOOLEAN")))))
-    on_left = (render(insert(buffer, select_from(BATCH, None, *j.column_list(0), epoch(BATCH, left_time)))),)
+    carried = (col(OP), col(SEQ)) if updating else ()
+    on_left = (render(insert(buffer, select_from(BATCH, None, *j.column_list(0), epoch(BATCH, left_time),
+                                                 *carried))),)
     # Versions by (key, time): the last change at a time wins; -U rows are replaced by their +U.
     latest = row_number([*cols(K), epoch(BATCH, version_time)], [desc(exp.column(SEQ))])
     ranked = select_from(BATCH, None, *j.column_list(1), exp.alias_(epoch(BATCH, version_time), "__t"),
@@ -264,13 +268,17 @@ def temporal_join_sql(j: JoinSql, keys: tuple[str, ...]) -> dict:
         ok = exp.and_(ok, exp.func("COALESCE", j.expr(n.residual), exp.false()))
     asof = j.condition(exp.GTE(this=_t("l"), expression=_t("r")), residual=False)
     pending = sub(select_from(buffer, None, star()).where(_below_watermark(exp.column("__t"))), "l")
-    inner = _join(pending, table(versions, "r"), asof, "ASOF LEFT").select(*j.outputs(), exp.alias_(ok, "__ok"))
+    kept = (exp.alias_(exp.column("__op", "l"), OP), exp.column("__seq", "l")) if updating else ()
+    inner = _join(pending, table(versions, "r"), asof, "ASOF LEFT").select(*j.outputs(), exp.alias_(ok, "__ok"),
+                                                                           *kept)
     right_out = set(n.right_names)
     items = [alias(exp.Case(ifs=[exp.If(this=exp.column("__ok"), true=col(c))]), c) if c in right_out else col(c)
              for c in j.out_names]
-    fired = select_from(sub(inner, "m"), None, *items)
+    fired = select_from(sub(inner, "m"), None, *items, *((col(OP),) if updating else ()))
     if n.kind == "inner":
         fired = fired.where(exp.column("__ok"))
+    if updating:  # a retraction before the row that replaces it
+        fired = fired.order_by(exp.column("__seq"))
     fire = (render(fired), render(_delete_where(buffer, _below_watermark(exp.column("__t")))))
     # Keep, per key, the last version before the watermark (unless it is a delete) and all newer ones.
     older = select_from(versions, None, exp.column("rowid"), exp.column("__del"), exp.alias_(

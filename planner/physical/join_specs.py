@@ -74,6 +74,7 @@ class TemporalJoinSpec(JoinSpec):
     prune: tuple[str, ...] = ()  # with $1 = watermark
     min_time: str = ""  # the earliest buffered left row
     time_column: str = ""  # the left rows' time column
+    sequenced: bool = False  # an updating left side: its rows are numbered, and emitted in arrival order
 
 
 @dataclass(frozen=True)

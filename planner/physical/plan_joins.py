@@ -108,11 +108,12 @@ class JoinPlanning:
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"])
         if node.strategy == "temporal":
-            sql = temporal_join_sql(j, node.right.source.primary_key)
+            updating = node.left.changelog == L.UPDATING
+            sql = temporal_join_sql(j, node.right.source.primary_key, updating)
             return self.add(TemporalJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], prune=sql["prune"], min_time=sql["min_time"],
-                            time_column=sql["time"])
+                            time_column=sql["time"], sequenced=updating)
         if node.strategy == "lookup":
             sql = lookup_join_sql(j)
             return self.add(LookupJoinSpec, node, (left, right), label, **common, setup=sql["setup"],

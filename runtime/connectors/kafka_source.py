@@ -6,10 +6,10 @@ offsets (``scan.startup.mode = 'group-offsets'``, and for monitoring).
 
 Position: the next offset of every partition. A checkpoint stores it, and a
 restore seeks each partition there, so the records after the checkpoint are
-read again and nothing before it (exactly-once replay). Each time the
-position is taken for a checkpoint, it is also committed to the consumer
-group (asynchronously; only for monitoring tools such as
-``kafka-consumer-groups``).
+read again and nothing before it (exactly-once replay). Once a checkpoint
+is on disk its offsets are also committed to the consumer group
+(asynchronously; for monitoring tools such as ``kafka-consumer-groups``,
+never read back by a restore), as Flink commits on checkpoint completion.
 
 Watermarks per partition: every batch says which partition each row came
 from (``batch_partitions``, indexes into ``partitions``), and the source
@@ -88,6 +88,8 @@ class KafkaSource:
             elif not err.retriable() and err.fatal():
                 raise SourceError(f"Kafka: {err.str()}", source=self.opts.name)
         if not good:
+            if self.opts.bounded_mode is not None:
+                self._finish_passed()
             self.batch_partitions = np.empty(0, np.int32)
             return self._empty()
         batch = Messages.of(good, topic=self._only_topic, keys=self._needs_keys, timestamps=self._needs_timestamps)
@@ -102,11 +104,15 @@ class KafkaSource:
     @property
     def position(self) -> dict:
         self._resolve_start()  # a checkpoint before the first read pins where reading starts (and stops)
-        self._commit()
         position = {"offsets": {f"{t}:{p}": o for (t, p), o in self.next.items()}}
         if self.opts.bounded_mode is not None:
             position["stop"] = {f"{t}:{p}": o for (t, p), o in self.stop.items()}
         return position
+
+    def checkpoint_complete(self, position: dict) -> None:
+        """A checkpoint holding ``position`` is on disk: commit its offsets to the group (for monitoring)."""
+        if self._assigned and position.get("offsets"):
+            self._commit(_unkeyed(position["offsets"]))
 
     def backlog(self) -> tuple[int, str] | None:
         """Consumer lag: messages between this reader's positions and the partitions' high watermarks, as
@@ -138,7 +144,8 @@ class KafkaSource:
 
     def close(self) -> None:
         try:
-            self._commit(asynchronous=False)
+            if self.next:
+                self._commit(self.next, asynchronous=False)
         finally:
             self.consumer.close()
             if self.dead_letter is not None:
@@ -250,17 +257,29 @@ class KafkaSource:
             keep &= batch.timestamps >= self._not_before
         return batch if keep.all() else batch.take(np.flatnonzero(keep))
 
+    def _finish_passed(self) -> None:
+        """Finish the partitions whose fetch position has reached their stop without a record there: the last
+        offsets of a partition that transactional producers wrote are commit markers, which consumers never see."""
+        waiting = [TopicPartition(t, p) for (t, p), slot in self.slot.items() if slot not in self.done_slots]
+        if not waiting:
+            return
+        for tp in self.consumer.position(waiting):
+            key = (tp.topic, tp.partition)
+            if tp.offset >= 0 and tp.offset >= self.stop.get(key, 0):
+                self.next[key] = max(self.next.get(key, 0), tp.offset)
+                self._finish(key)
+
     def _finish(self, tp: tuple[str, int]) -> None:
         slot = self.slot[tp]
         if slot not in self.done_slots:
             self.done_slots.add(slot)
             self.consumer.pause([TopicPartition(*tp)])
 
-    def _commit(self, asynchronous: bool = True) -> None:
-        if not self.next or not self._assigned:
+    def _commit(self, offsets: dict[tuple[str, int], int], asynchronous: bool = True) -> None:
+        if not self._assigned:
             return
         try:
-            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in self.next.items()],
+            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
                                  asynchronous=asynchronous)
         except KafkaException:
             pass  # committed offsets are for monitoring only: the checkpoint holds the positions

@@ -16,6 +16,11 @@ a watermark). Input delta -> output delta::
     versions of k:   v1@10:00   v2@10:05   delete@10:09
     events:          e@10:03 -> v1   e@10:07 -> v2   e@10:10 -> none
 
+An updating left side (a table's changes, as in Flink) is joined change by
+change: each row keeps its kind (+I, -U, +U, -D) and rows are emitted in
+the order they arrived, so a retraction, joined with the version at its
+own time, takes back what its row was joined with.
+
 An event waits until both the stream's and the table's watermark pass it
 (the operator's watermark is their minimum), so every version that can
 apply to it has arrived, as in Flink's event-time temporal join.
@@ -38,10 +43,15 @@ class TemporalJoinLogic(JoinLogic):
     def __init__(self, spec: TemporalJoinSpec, env: Env):
         super().__init__(spec, env)
         self.next_fire = env.state.value(spec.id, "next_fire", MAX_WATERMARK)
+        self.arrived = env.state.value(spec.id, "arrived", 0)  # left rows so far: an updating side's order
         self.marks = 0
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if port == 0:
+            if self.spec.sequenced:
+                first = self.arrived.value
+                self.arrived.value = first + batch.num_rows
+                batch = batch.append_column(SEQ, pa.array(np.arange(first, first + batch.num_rows, dtype=np.int64)))
             self.apply(self.spec.on_batch[0], batch)
             self.next_fire.value = min(self.next_fire.value, min_time(batch, self.spec.time_column))
         else:
