@@ -276,14 +276,13 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, k, FIRST_VALUE(price) AS fp, LAST_VALUE(v) AS lv, LISTAGG(url, ';') AS lu
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     # ARRAY_AGG (arrival order, NULLs kept unless IGNORE NULLS) and COLLECT (a MULTISET, dsms's MAP of counts).
+    # (PyFlink 2.3 cannot collect an array that holds a NULL, 'Ran out of input': those are compared as text.)
     {"name": "aggfam_array_agg_group",
-     "sql": "SELECT k, ARRAY_AGG(v) AS av, ARRAY_AGG(url IGNORE NULLS) AS au FROM ev2 GROUP BY k"},
-    {"name": "aggfam_array_agg_as_string_group",
-     "sql": "SELECT k, CAST(ARRAY_AGG(v) AS STRING) AS av FROM ev2 GROUP BY k"},
+     "sql": "SELECT k, CAST(ARRAY_AGG(v) AS STRING) AS av, ARRAY_AGG(url IGNORE NULLS) AS au FROM ev2 GROUP BY k"},
     {"name": "aggfam_collect_group", "known": {"types": MULTISET_AS_MAP},
      "sql": "SELECT k, COLLECT(v) AS cv FROM ev2 GROUP BY k"},
     {"name": "aggfam_array_agg_collect_tumble", "known": {"types": MULTISET_AS_MAP},
-     "sql": f"""SELECT window_start, window_end, k, ARRAY_AGG(v) AS av, COLLECT(price) AS cp
+     "sql": f"""SELECT window_start, window_end, k, CAST(ARRAY_AGG(v) AS STRING) AS av, COLLECT(price) AS cp
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     {"name": "aggfam_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
      "sql": "SELECT label, ARRAY_AGG(rate) AS ar, COLLECT(k) AS ck, COUNT(*) AS n FROM rates GROUP BY label"},
