@@ -305,12 +305,14 @@ CASES = [
     {"name": "json_value_query_exists",
      "sql": """SELECT id, JSON_VALUE(j, '$.v' RETURNING INT) AS v, JSON_VALUE(j, '$.p' RETURNING DOUBLE) AS p,
                       JSON_VALUE(j, '$.nope' DEFAULT 'anon' ON EMPTY) AS d,
-                      JSON_VALUE(j, '$.k' RETURNING INT DEFAULT -1 ON ERROR) AS bad,
                       JSON_EXISTS(j, '$.tags') AS has_tags, JSON_EXISTS(j, '$.v') AS has_v,
                       JSON_QUERY(j, '$.tags') AS tags, JSON_QUERY(j, '$.k' WITH CONDITIONAL ARRAY WRAPPER) AS kw,
                       j IS JSON OBJECT AS is_obj, k IS JSON AS k_json, JSON_VALUE(j, '$.tags[1]') AS second_tag
                FROM (SELECT id, k, JSON_OBJECT('k' VALUE k, 'v' VALUE v, 'p' VALUE price,
                                                'tags' VALUE JSON_ARRAY(k, url)) AS j FROM ev2)"""},
+    {"name": "json_value_returning_int_default_on_error",
+     "sql": """SELECT id, JSON_VALUE(j, '$.k' RETURNING INT DEFAULT -1 ON ERROR) AS bad
+               FROM (SELECT id, JSON_OBJECT('k' VALUE k) AS j FROM ev2)"""},
     # MATCH_RECOGNIZE: rows matched in event-time order per key; greedy B+, WITHIN, measures. (dsms's PREV
     # is not here: Flink refuses physical offsets.)
     {"name": "match_recognize_greedy_within", "known": {"types": SUM_INT},
