@@ -103,6 +103,7 @@ class AggregateKind(ABC):
     ordered = False  # its value depends on the arrival order of the rows (_Ordered)
     python = False  # a Python aggregate function (python_aggregate.py)
     skips_nulls = True  # NULL arguments are skipped (ARRAY_AGG keeps them, as Flink)
+    distinct_help = "DISTINCT works with COUNT, SUM, AVG, MIN and MAX"  # the help of a refused agg(DISTINCT x)
     not_on_spark = ""  # why the Spark route cannot compute it (empty: it can)
     numeric_only = False
     integer_only = False
@@ -474,6 +475,8 @@ class ArrayAgg(_Ordered):
 
     name = "ARRAY_AGG"
     how = "array"
+    distinct_help = ("not yet (Flink has it); over an append-only input ARRAY_DISTINCT(ARRAY_AGG(x)) gives each "
+                     "value once, in the order it first arrived")
 
     def __init__(self, ignore_nulls: bool = False):
         self.skips_nulls = ignore_nulls

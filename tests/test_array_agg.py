@@ -190,6 +190,17 @@ def test_refusals_say_why_with_a_position(sql, message):
     assert e.value.diagnostic.span is not None
 
 
+def test_the_distinct_refusal_names_a_rewrite_that_runs():
+    engine = dsms.Engine()
+    engine.execute(DDL)
+    with pytest.raises(dsms.SqlError, match="ARRAY_DISTINCT\\(ARRAY_AGG\\(x\\)\\)"):
+        engine.plan("SELECT k, ARRAY_AGG(DISTINCT v) FROM ev GROUP BY k")
+    got = run_query(DDL, "SELECT k, ARRAY_DISTINCT(ARRAY_AGG(v)) AS a FROM ev GROUP BY k", {"ev": EV}, max_batch=30)
+    arrays = by_key(duck(f"SELECT k, {ORACLE} FROM ev GROUP BY k", ev=NUMBERED), ["k"])
+    want = {key: (tuple(dict.fromkeys(a)),) for key, (a, *_) in arrays.items()}  # first arrival of each value
+    assert by_key(got, ["k"]) == want
+
+
 def test_collect_with_filter_counts_only_the_rows_kept():
     sql = "SELECT k, COLLECT(v) FILTER (WHERE price > 5) AS c FROM ev GROUP BY k"
     got = run_query(DDL, sql, {"ev": EV}, max_batch=20, seed=8)

@@ -286,8 +286,7 @@ def _distinct(kind: AggregateKind, arg, a: exp.Expression, ctx: BindContext) -> 
     if len(arg.expressions) != 1:
         raise ctx.error("DISTINCT aggregates take one argument", a)
     if not kind.takes_distinct and not kind.distinct_is_same:
-        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a,
-                        help="DISTINCT works with COUNT, SUM, AVG, MIN and MAX")
+        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a, help=kind.distinct_help)
     return arg.expressions[0], kind.takes_distinct
 
 
