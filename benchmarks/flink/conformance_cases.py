@@ -287,6 +287,14 @@ CASES = [
     {"name": "aggfam_array_agg_collect_tumble", "known": {"types": MULTISET_AS_MAP},
      "sql": f"""SELECT window_start, window_end, k, CAST(ARRAY_AGG(v) AS STRING) AS av, COLLECT(price) AS cp
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "aggfam_panes_array_agg_collect_hop", "known": {"types": MULTISET_AS_MAP},
+     "sql": f"""SELECT window_start, window_end, CAST(ARRAY_AGG(v) AS STRING) AS av, COLLECT(k) AS ck
+                FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
+    {"name": "aggfam_panes_array_agg_cumulate",
+     "sql": f"""SELECT window_start, window_end, CAST(ARRAY_AGG(v) AS STRING) AS av
+                FROM {tvf('CUMULATE', 'ev', S5, S15)} {GROUP_W}"""},
+    {"name": "aggfam_panes_listagg_hop",
+     "sql": f"""SELECT window_start, window_end, LISTAGG(k) AS lk FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
     {"name": "aggfam_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
      "sql": "SELECT label, ARRAY_AGG(rate) AS ar, COLLECT(k) AS ck, COUNT(*) AS n FROM rates GROUP BY label"},
     {"name": "aggfam_cube_table",
