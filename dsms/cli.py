@@ -186,15 +186,23 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
                state_dir: str | None = None, engine: str | None = None) -> int:
     """Run a script's statements, then its queries to the end of their input (``engine``: the route)."""
     out = out or sys.stdout
-    runner = Engine(base_dir=base_dir, state_dir=state_dir, batch_rows=batch_size)  # restored queries too
+    stop = _Stop()
+    # SIGTERM from the start: one that comes while the engine opens or the statements run stops the run
+    # between two statements (a final checkpoint; the statements left run when the script runs again).
+    # Both signals stay caught until the engine has closed, so that its final checkpoints are whole.
+    stop.catch(signal.SIGTERM)
     try:
-        return _run(runner, text, base_dir, quiet, batch_size, out, engine)
+        runner = Engine(base_dir=base_dir, state_dir=state_dir, batch_rows=batch_size)  # restored queries too
+        try:
+            return _run(runner, text, base_dir, quiet, batch_size, out, engine, stop)
+        finally:
+            runner.close()
     finally:
-        runner.close()
+        stop.release()
 
 
 def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out,
-         route: str | None) -> int:
+         route: str | None, stop: "_Stop") -> int:
     if batch_size:
         engine.set("batch.size", str(batch_size), save=False)
     if route:
@@ -204,6 +212,8 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
     statements = parse_script(text)
     progress = engine.script_progress(statements)
     for index, stmt in enumerate(statements):
+        if stop.pressed:
+            break
         if progress.done(index):
             continue
         progress.begin(index)
@@ -225,23 +235,23 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
             print(result.message, file=sys.stderr)
     # In a script, memory streams hold exactly what the script inserted. (Without one, a state
     # directory's memory streams stay open: its queries run until interrupted.)
-    if statements:
+    if statements and not stop.pressed:
         engine.end_input()
     progress = _Progress(engine, started, enabled=not quiet)
     try:
-        with _CtrlC() as ctrl_c:
-            # Paused queries (a state directory can hold some) do not keep the run going.
-            while any(q.stats.status == "running" for q in engine.statuses()) and not ctrl_c.pressed:
-                moved = engine.step()
-                for p in printers:
-                    p.print_new()
-                progress.tick()
-                if not moved:
-                    time.sleep(0.05)  # unbounded sources: wait for more input
-        if ctrl_c.pressed:
+        stop.catch(signal.SIGINT)  # from here on, Ctrl-C too ends the run between two turns
+        # Paused queries (a state directory can hold some) do not keep the run going.
+        while not stop.pressed and any(q.stats.status == "running" for q in engine.statuses()):
+            moved = engine.step()
+            for p in printers:
+                p.print_new()
+            progress.tick()
+            if not moved:
+                time.sleep(0.05)  # unbounded sources: wait for more input
+        if stop.pressed:
             progress.clear()
             _summary(engine, started, interrupted=True, quiet=quiet)
-            return ctrl_c.exit_code
+            return stop.exit_code
     except KeyboardInterrupt:
         progress.clear()
         _summary(engine, started, interrupted=True, quiet=quiet)
@@ -257,29 +267,35 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
     return 1 if failed else 0
 
 
-class _CtrlC:
-    """While running: Ctrl-C (SIGINT) or SIGTERM ends the run between two turns, so no batch is cut in half
-    and the checkpoints taken when the engine closes are consistent."""
+class _Stop:
+    """Ctrl-C (SIGINT) or SIGTERM ends the run between two turns (or two statements), so no batch is cut
+    in half and the checkpoints taken when the engine closes are consistent.
 
-    pressed = False
-    exit_code = 130
+    ``catch`` takes a signal over: SIGTERM from the start of a run, SIGINT once the queries run (before,
+    Ctrl-C interrupts a long statement as a KeyboardInterrupt). ``release`` gives the signals back.
+    """
 
-    def __enter__(self) -> "_CtrlC":
-        self._previous = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):  # SIGTERM (kill, a service manager) stops the same way
-            try:
-                self._previous[sig] = signal.signal(sig, self._press)
-            except ValueError:  # not the main thread: Ctrl-C stays a KeyboardInterrupt
-                pass
-        return self
+    def __init__(self):
+        self.pressed = False
+        self.exit_code = 130
+        self._previous: dict = {}
+
+    def catch(self, sig: int) -> None:
+        if sig in self._previous:
+            return
+        try:
+            self._previous[sig] = signal.signal(sig, self._press)
+        except ValueError:  # not the main thread: the signal keeps its own handler
+            pass
 
     def _press(self, signum, frame) -> None:
         self.pressed = True
         self.exit_code = 128 + signum  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
 
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
+        self._previous = {}
 
 
 def explain_script(text: str, base_dir: str, out=None) -> int:

@@ -78,6 +78,8 @@ class InsertJobs:
 
     def insert(self, stmt: Insert, base: str) -> Result:
         target = self._target(stmt.target, stmt)
+        if _is_insertable(target) and isinstance(stmt.query.tree, exp.Values):
+            return self._insert_now(stmt, target)  # planned once, with each value cast to its column
         planned = plan_query(stmt.query, self.engine.catalog, stmt.source)
         if _is_insertable(target) and not scanned_sources(planned.optimized):
             return self._insert_now(stmt, target)  # VALUES: the rows go in at once

@@ -11,6 +11,7 @@ between a statement and the bookkeeping never runs it twice.
 from __future__ import annotations
 
 from .grammar import (
+    CreateFunction,
     CreateMaterializedView,
     CreateSink,
     CreateSource,
@@ -38,7 +39,7 @@ class ScriptProgress:
     def __init__(self, durable, statements: list[Statement], memory_logs):
         self.durable = durable
         self.texts = [_normal(s.text) for s in statements]
-        self.kinds = [isinstance(s, _DURABLE) for s in statements]
+        self.kinds = [_durable(s) for s in statements]
         saved = durable.script if durable else []
         tags = [log.last_tag for log in memory_logs if log.last_tag is not None]
         self.count = max([len(saved), *(t + 1 for t in tags)])
@@ -59,6 +60,11 @@ class ScriptProgress:
     def applied(self, index: int) -> None:
         if self.durable is not None:
             self.durable.record_script(self.texts[: index + 1])
+
+
+def _durable(stmt: Statement) -> bool:
+    """Whether the state directory keeps the statement's effect (a TEMPORARY function is not kept)."""
+    return isinstance(stmt, _DURABLE) or (isinstance(stmt, CreateFunction) and not stmt.temporary)
 
 
 def _normal(text: str) -> str:

@@ -13,6 +13,7 @@ Windows, interval joins and OVER aggregates require one.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -181,7 +182,13 @@ def _nested_from_sql(dtype: exp.DataType) -> pa.DataType | None:
 
 
 def to_sql_type(dtype: pa.DataType) -> exp.DataType:
-    """The sqlglot type of an Arrow type (for casts and type inference)."""
+    """The sqlglot type of an Arrow type (for casts and type inference): a tree of the caller's own."""
+    return _sql_type(dtype).copy()
+
+
+@functools.lru_cache(maxsize=1024)
+def _sql_type(dtype: pa.DataType) -> exp.DataType:
+    # Built once per type: DataType.build parses its text, which a VALUES list would do for every cell.
     if pa.types.is_decimal(dtype):
         return exp.DataType.build(f"DECIMAL({dtype.precision}, {dtype.scale})")
     if pa.types.is_timestamp(dtype):

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..planner.lower.plan import Lowered
 from ..planner.physical.specs import OP
-from .batch_read import RunStats, ScanStats
+from .batch_read import RunStats, ScanStats, check_scans_read_to_end
 from .checkpoint import Checkpoint
 from .connectors.dir_sink import DirectorySink
 from .lifecycle import JobMetrics, Lifecycle
@@ -68,6 +68,7 @@ class BatchJob(Lifecycle):
         self._outcome: list = []  # the statement's RunStats, or the exception it raised
         self._began = 0.0
         self._start_output: tuple | None = None  # the output before the run: what a checkpoint keeps meanwhile
+        self._restored_read: dict[str, dict] = {}  # a finished job's read files, from its checkpoint
 
     WAIT_S = 0.05  # how long a step waits for the statement
 
@@ -175,12 +176,25 @@ class BatchJob(Lifecycle):
             return Checkpoint(meta, {}, *self._start_output)
         meta = {"route": self.route, "done": self.done, "rows_out": self.metrics.rows_out,
                 "plan": self.fingerprint()}
+        if self.done:
+            meta["read_to_end"] = self._read_to_end()
         return Checkpoint(meta, {}, *self.output.checkpoint())
 
     def restore(self, ckpt: Checkpoint) -> None:
         meta = ckpt.check(self.fingerprint())
         self.done = bool(meta["done"])  # not done: it runs again from the start, into a truncated output
         self.metrics.rows_out = int(meta["rows_out"]) if self.done else 0
+        if self.done and meta.get("read_to_end"):
+            self._restored_read = meta["read_to_end"]
+            check_scans_read_to_end(self.lowered.scans, self._restored_read)
+
+    def _read_to_end(self) -> dict[str, dict]:
+        """Per source, the files the statement read to their end (a restored job: what its checkpoint said)."""
+        read = dict(self._restored_read)
+        for scan in self.run_stats.scans:
+            if scan.read_to_end is not None:
+                read[scan.name] = {**read.get(scan.name, {}), **scan.read_to_end}
+        return read
 
     @property
     def rows_in(self) -> int:

@@ -30,6 +30,7 @@ from ..planner.lower.sql import OP
 from .connectors import open_file_source
 from .connectors.base import ReadRequest, SourceError
 from .connectors.files import FileSet
+from .connectors.read_to_end import check_read_to_end
 from .duck import Duck, conform
 from .errors import RouteError  # noqa: F401 - (routes take it from here)
 from .operators.base import MIN_WATERMARK
@@ -103,7 +104,9 @@ class ScanStats:
 
     ``files``: per file read, its largest event time (None: no rows) and
     the reader's position at its end; ``end``: the position after the last
-    file (where a runtime reader continues after a backfill).
+    file (where a runtime reader continues after a backfill);
+    ``read_to_end``: the files as the reader finished them
+    (``connectors/read_to_end.py``), once the whole source is read.
     """
 
     def __init__(self, name: str):
@@ -113,6 +116,7 @@ class ScanStats:
         self.late: int | None = 0
         self.files: dict[str, tuple[int | None, dict]] = {}
         self.end: dict | None = None
+        self.read_to_end: dict[str, dict] | None = None  # once read to its end: each file's size and fingerprint
 
     def file_read(self, name: str, top: int, position: dict) -> None:
         old = self.files.get(name, (None, None))[0]
@@ -128,6 +132,22 @@ class RunStats:
         self.rows_out = 0
         self.seconds = 0.0
         self.startup_seconds = 0.0
+
+
+def check_scans_read_to_end(scans: tuple[ScanSpec, ...], read: dict[str, dict[str, dict]]) -> None:
+    """Raise SourceError if the files of a finished statement's scans are not those it read
+    (``read``: per source, what ``ScanStats.read_to_end`` held; ``connectors/read_to_end.py``)."""
+    for spec in scans:
+        files = read.get(spec.source.name)
+        if files is None:
+            continue
+        plan = ReadPlan.of(spec)
+        try:
+            file_set = plan.file_set()
+        except SourceError:
+            continue  # the input is gone: what it held was read
+        dead = plan.dead_letter_path()
+        check_read_to_end(plan.name, file_set.excluding(dead) if dead else file_set, files)
 
 
 def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
@@ -154,6 +174,7 @@ def read_scan(plan: ReadPlan, stats: ScanStats | None = None) -> Iterator[pa.Rec
             yield from table.to_batches()
         if stats is not None:
             stats.end = reader.position
+            stats.read_to_end = getattr(reader, "read_to_end", None)
     finally:
         if stats is not None:
             stats.skipped = reader.skipped

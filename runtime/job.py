@@ -33,6 +33,7 @@ from ..planner.physical.specs import (
 from ..planner.physical.stream_specs import OverAggSpec, SessionSpec, SnapshotDiffSpec, TopNSpec, WindowEmitSpec
 from .checkpoint import Checkpoint, plan_fingerprint
 from .connectors.base import SourceReader
+from .connectors.read_to_end import check_read_to_end
 from .errors import EvaluationError  # noqa: F401 - (raised here; programs catch it from dsms)
 from .lifecycle import JobMetrics, Lifecycle
 from .operators.base import MAX_WATERMARK, MIN_WATERMARK, Env, Logic
@@ -351,8 +352,11 @@ class Job(Lifecycle):
         """The operators' state, each source's position and the watermarks (call it between turns)."""
         sources = {}
         for op_id, s in self.sources:
-            sources[str(op_id)] = {"position": _reader(s).position, "rows_read": s.rows_read, "late": s.late,
+            reader = _reader(s)
+            sources[str(op_id)] = {"position": reader.position, "rows_read": s.rows_read, "late": s.late,
                                    "finished": s.finished}
+            if s.finished and getattr(reader, "read_to_end", None) is not None:
+                sources[str(op_id)]["read_to_end"] = reader.read_to_end  # checked again on a restart
         meta = {
             "route": self.route,
             "sources": sources,
@@ -375,13 +379,8 @@ class Job(Lifecycle):
         self.env.state.restore(ckpt.state)
         for op_id, s in self.sources:
             saved = meta["sources"].get(str(op_id))
-            if saved is None:
-                continue
-            if saved["finished"]:
-                s.finished = True  # it had been read to its end
-            else:
-                _reader(s).seek(saved["position"])
-            s.rows_read, s.late = int(saved["rows_read"]), int(saved["late"])
+            if saved is not None:
+                _restore_source(s, saved)
         self.in_wm = {int(k): list(v) for k, v in meta["in_wm"].items()}
         self.combined = {int(k): v for k, v in meta["combined"].items()}
         self.out_wm = {int(k): v for k, v in meta["out_wm"].items()}
@@ -433,6 +432,19 @@ class Job(Lifecycle):
 def operator_kind(label: str) -> str:
     """The operator's kind from its EXPLAIN label: ``WindowAggregate`` of ``WindowAggregate(TUMBLE(...))``."""
     return label.split("(", 1)[0].split("[", 1)[0].strip()
+
+
+def _restore_source(source, saved: dict) -> None:
+    """A source where a checkpoint left it (``saved``: what ``Job.snapshot`` wrote of it)."""
+    reader = _reader(source)
+    if saved["finished"]:
+        source.finished = True  # it had been read to its end: its files must still hold just what was read
+        if "read_to_end" in saved:
+            check_read_to_end(source.name, reader.files, saved["read_to_end"])
+            reader.restore_read_to_end(saved["read_to_end"])
+    else:
+        reader.seek(saved["position"])
+    source.rows_read, source.late = int(saved["rows_read"]), int(saved["late"])
 
 
 def _reader(source):

@@ -250,9 +250,19 @@ SHAPES = [
           "GROUP BY window_start, window_end, k) l FULL JOIN (SELECT window_start, window_end, k, COUNT(*) AS n "
           "FROM TABLE(TUMBLE(TABLE s2, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k) r "
           "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
-          f"""WITH l AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s GROUP BY ALL),
-                   r AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s2 GROUP BY ALL)
+          # each aggregate (and the join) judges its own source's events per window
+          f"""WITH l AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s_arr
+                         WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ws, k),
+                   r AS (SELECT {tumble(10)} AS ws, k, COUNT(*) AS n FROM s2_arr
+                         WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ws, k)
               SELECT l.ws, l.k, l.n, r.k AS rk, r.n AS rn FROM l FULL JOIN r ON l.ws = r.ws AND l.k = r.k"""),
+    # A window join drops a row only when its window had fired for the row's own source when it arrived.
+    Shape("window_join_rows", "SELECT l.v, r.v AS rv, l.window_start FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), "
+          "INTERVAL '5' SECOND)) l JOIN TABLE(TUMBLE(TABLE s2, DESCRIPTOR(ts), INTERVAL '5' SECOND)) r "
+          "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
+          f"""WITH l AS (SELECT {tumble(5)} AS ws, k, v FROM s_arr WHERE {OPEN.format(end='ws + INTERVAL 5 SECOND')}),
+                   r AS (SELECT {tumble(5)} AS ws, k, v FROM s2_arr WHERE {OPEN.format(end='ws + INTERVAL 5 SECOND')})
+              SELECT l.v, r.v AS rv, l.ws FROM l JOIN r ON l.ws = r.ws AND l.k = r.k""", min_rows=50),
     Shape("temporal_join_upsert_inner", "SELECT s.k, s.v, s.ts, t.rate FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts "
           "ON s.k = t.k", temporal("", "t_changes", "rate")),
     Shape("temporal_join_upsert_left", "SELECT s.k, s.v, s.ts, t.rate FROM s LEFT JOIN t FOR SYSTEM_TIME AS OF s.ts "

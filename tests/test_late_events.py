@@ -121,6 +121,36 @@ def test_window_top_n_drops_a_row_only_from_a_fired_window(tmp_path, route):
     assert run(path, sql, route) == [(0, 2), (60, 3)]
 
 
+RIGHT_DDL = """CREATE STREAM r (k VARCHAR, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (connector = 'file', path = '{path}', format = 'json');"""
+JOIN_SQL = ("SELECT L.v AS lv, R.v AS rv, L.window_start FROM TABLE(TUMBLE(TABLE {left}, DESCRIPTOR(ts), INTERVAL "
+            "'{size}' SECOND)) L JOIN TABLE(TUMBLE(TABLE {right}, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)) R "
+            "ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.k = R.k")
+
+
+def test_a_window_join_drops_a_row_only_when_its_window_had_fired(tmp_path, route):
+    # Left s: :10, :30, :20 -> the watermark of s is :25 when :20 arrives; [0, 60) is open: :20 joins (as in
+    # Flink's WindowJoinOperator). :70 moves it to :65: :40 (v=4) arrives after [0, 60) fired: dropped.
+    # :130 moves it to :125: :65 (v=6) arrives after [60, 120) fired: dropped. Right r: :05, :65, :125.
+    path = write(tmp_path, [10, 30, 20, 70, 40, 130, 65])
+    right = tmp_path / "r"
+    right.mkdir()
+    engine = dsms.Engine()
+    engine.execute(DDL.format(path=path) + RIGHT_DDL.format(path=write(right, [5, 65, 125])))
+    engine.execute(f"SET 'engine' = '{route}'")
+    q = engine.query(JOIN_SQL.format(left="s", right="r", size=60))
+    engine.run_until_idle()
+    assert q.done and getattr(q.job, "route", "runtime") == route
+    got = sorted(tuple(_plain(v) for v in r.values()) for r in q.snapshot().to_pylist())
+    assert got == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 1, 60), (5, 2, 120)]
+    if route == "runtime":  # the batch routes drop the same rows without counting them
+        assert q.job.late == {"s": 0, "r": 0, "#4 WindowJoin": 2}
+        engine.execute(f"CREATE MATERIALIZED VIEW joined AS {JOIN_SQL.format(left='s', right='r', size=60)}")
+        engine.run_until_idle()
+        late = {r["operator"].split("(")[0]: r["late"] for r in engine.execute("SHOW PROGRESS joined").table.to_pylist()}
+        assert late["#4 WindowJoin"] == 2 and late["#0 Source"] == late["#2 Source"] == 0
+
+
 def test_a_window_table_function_alone_drops_nothing(tmp_path):
     # As Flink's AlignedWindowTableFunctionOperator: it labels rows with windows; only a consumer judges.
     path = write(tmp_path, [10, 70, 20])
@@ -163,6 +193,36 @@ def test_results_and_late_counts_do_not_depend_on_batch_cutting(sql):
     one = _fed(sql, data, 1)
     assert one == _fed(sql, data, 7) == _fed(sql, data, 100_000)
     assert sum(one[1].values()) > 0  # the operator dropped some, the same ones each time
+
+
+def _fed_join(left: pa.Table, right: pa.Table, batch: int) -> tuple[list, dict]:
+    """The window join of ``ev`` and ``ref``, fed ``batch`` rows of each in turn (batch sizes change how the
+    two inputs interleave, and so the join's own watermark at each row, but not what it drops)."""
+    engine = dsms.Engine()
+    engine.execute(MEMORY_DDL + MEMORY_DDL.replace("ev (", "ref ("))
+    q = engine.query(JOIN_SQL.format(left="ev", right="ref", size=10))
+    for start in range(0, max(left.num_rows, right.num_rows), batch):
+        for name, data in (("ev", left), ("ref", right)):
+            if start < data.num_rows:
+                engine.insert(name, data.slice(start, batch).to_pylist())
+                engine.run_until_idle()
+    engine.end_input()
+    engine.run_until_idle()
+    return rows(q.snapshot()), q.job.late
+
+
+def test_a_window_join_drops_the_rows_whose_window_had_fired_for_their_input_whatever_the_batches():
+    left, right = events(400, seed=21, disorder_s=14), events(250, seed=8, disorder_s=14)
+    kept = {"l": tumble_on_time(left, 5, 10), "r": tumble_on_time(right, 5, 10)}
+    dropped = left.num_rows + right.num_rows - kept["l"].num_rows - kept["r"].num_rows
+    assert dropped > 10
+    want = rows(duck("SELECT l.v AS lv, r.v AS rv, time_bucket(INTERVAL '10 seconds', l.ts, TIMESTAMP '1970-01-01') FROM l "
+                     "JOIN r ON l.k = r.k AND time_bucket(INTERVAL '10 seconds', l.ts, TIMESTAMP '1970-01-01') = "
+                     "time_bucket(INTERVAL '10 seconds', r.ts, TIMESTAMP '1970-01-01')", **kept))
+    for batch in (1, 7, 100_000):
+        got, late = _fed_join(left, right, batch)
+        assert got == want, batch
+        assert late == {"ev": 0, "ref": 0, "#4 WindowJoin": dropped}, batch
 
 
 def test_the_window_operator_counts_what_it_drops_in_show_progress_and_the_summary(tmp_path):

@@ -271,6 +271,78 @@ def test_a_restart_on_the_same_file_grown_continues(tmp_path):
     engine.close()
 
 
+BOUNDED = ("CREATE STREAM s (id BIGINT) WITH (connector = 'file', path = 'in.jsonl', format = 'json');\n"
+           "CREATE SINK o WITH (connector = 'file', path = 'out.jsonl', format = 'json') AS "
+           "SELECT id FROM s WHERE id % 2 = 0;\n")
+
+
+def _rerun(tmp_path) -> subprocess.CompletedProcess:
+    return subprocess.run([DSMS, "run", "--state-dir", str(tmp_path / "state"), "-q"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("route", ["runtime", "duckdb"])
+def test_a_restart_of_a_finished_query_notices_its_input_file_changed(tmp_path, route):
+    original = "".join(f'{{"id": {i}}}\n' for i in range(10))
+    (tmp_path / "in.jsonl").write_text(original)
+    (tmp_path / "job.sql").write_text(f"SET 'engine' = '{route}';\n" + BOUNDED)
+    done = subprocess.run([DSMS, "run", "--state-dir", str(tmp_path / "state"), "-q", str(tmp_path / "job.sql")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = [{"id": i} for i in range(0, 10, 2)]  # hand-computed: the even ids
+    assert _lines(tmp_path / "out.jsonl") == written
+    unchanged = _rerun(tmp_path)
+    assert unchanged.returncode == 0, unchanged.stderr
+    # Appended: the finished query would not read the new lines; the restart says so.
+    with open(tmp_path / "in.jsonl", "a") as f:
+        f.write('{"id": 10}\n')
+    grown = _rerun(tmp_path)
+    assert grown.returncode == 1 and "Traceback" not in grown.stderr
+    assert "grown by 11 bytes" in grown.stderr and "in.jsonl" in grown.stderr and "--state-dir" in grown.stderr
+    # Replaced under the same name, longer, other content: refused as well, in other words.
+    (tmp_path / "in.jsonl").write_text("".join(f'{{"id": {i + 50}}}\n' for i in range(12)))
+    replaced = _rerun(tmp_path)
+    assert replaced.returncode == 1 and "replaced or rotated" in replaced.stderr and "in.jsonl" in replaced.stderr
+    assert _lines(tmp_path / "out.jsonl") == written  # the result stays as it was
+    # The original file back: the finished query is whole again.
+    (tmp_path / "in.jsonl").write_text(original)
+    again = _rerun(tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert _lines(tmp_path / "out.jsonl") == written
+
+
+def test_a_restart_of_a_finished_query_notices_a_new_file_in_its_folder(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    engine.execute("CREATE STREAM s (id BIGINT) WITH (connector = 'file', path = 'in', format = 'json');"
+                   "CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM s;")
+    engine.run_until_idle()
+    assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 2}]
+    engine.close()
+    (tmp_path / "in" / "b.jsonl").write_text('{"id": 3}\n')
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    status = {r["id"]: (r["status"], r["error"]) for r in engine.execute("SHOW QUERIES").table.to_pylist()}
+    assert status["n"][0] == "failed" and "appeared" in status["n"][1] and "b.jsonl" in status["n"][1]
+    engine.close()
+
+
+def test_a_restart_of_a_finished_query_notices_a_rewritten_parquet_file(tmp_path):
+    pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / "in.parquet")
+    state = str(tmp_path / "state")
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    engine.execute("CREATE STREAM s (id BIGINT) WITH (connector = 'file', path = 'in.parquet', format = 'parquet');"
+                   "CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM s;")
+    engine.run_until_idle()
+    engine.close()
+    pq.write_table(pa.table({"id": [1, 2, 3, 4, 5, 6]}), tmp_path / "in.parquet")  # more rows: a new file
+    engine = dsms.Engine(state_dir=state, base_dir=str(tmp_path))
+    status = {r["id"]: (r["status"], r["error"]) for r in engine.execute("SHOW QUERIES").table.to_pylist()}
+    assert status["n"][0] == "failed" and "replaced or rotated" in status["n"][1]
+    engine.close()
+
+
 def test_the_batch_size_applies_to_restored_queries(tmp_path):
     (tmp_path / "in.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(10)))
     state = str(tmp_path / "state")
@@ -283,6 +355,41 @@ def test_the_batch_size_applies_to_restored_queries(tmp_path):
     engine.run_until_idle()
     assert engine.execute("SELECT * FROM n").table.to_pylist() == [{"n": 10}]
     engine.close()
+
+
+def test_sigterm_while_a_script_starts_stops_it_between_two_statements(tmp_path):
+    (tmp_path / "in.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(10)))
+    marker = tmp_path / "terminated"
+    # Importing this module (a statement of the script) sends the process SIGTERM, the first time only.
+    (tmp_path / "stopper.py").write_text(f"""import os
+import signal
+
+if not os.path.exists({str(marker)!r}):
+    open({str(marker)!r}, "w").close()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def plus(x: int) -> int:
+    return x + 100
+""")
+    (tmp_path / "job.sql").write_text(
+        "CREATE STREAM s (id BIGINT) WITH (connector = 'file', path = 'in.jsonl', format = 'json');\n"
+        "CREATE SINK evens WITH (connector = 'file', path = 'evens.jsonl', format = 'json') AS "
+        "SELECT id FROM s WHERE id % 2 = 0;\n"
+        "CREATE FUNCTION plus AS 'stopper.plus' LANGUAGE PYTHON;\n"
+        "CREATE SINK odds WITH (connector = 'file', path = 'odds.jsonl', format = 'json') AS "
+        "SELECT plus(id) AS id FROM s WHERE id % 2 = 1;\n")
+    command = [DSMS, "run", "--state-dir", str(tmp_path / "state"), str(tmp_path / "job.sql")]
+    stopped = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    # As Ctrl-C: the statement under way ends, the engine closes with its checkpoints, exit 128 + 15.
+    assert stopped.returncode == 143, stopped.stderr
+    assert marker.exists() and "Traceback" not in stopped.stderr and "interrupted" in stopped.stderr
+    assert not (tmp_path / "odds.jsonl").exists()  # the statement after the signal did not run
+    # The same command runs the statements left, then every query to its end.
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _lines(tmp_path / "evens.jsonl") == [{"id": i} for i in range(0, 10, 2)]
+    assert _lines(tmp_path / "odds.jsonl") == [{"id": i + 100} for i in range(1, 10, 2)]
 
 
 # -- the state directory's own failures -------------------------------------------------------------

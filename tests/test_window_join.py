@@ -1,14 +1,17 @@
 """Window joins: two inputs windowed the same way, joined per window when it closes.
 
 Streams arrive interleaved and out of order; the oracle assigns windows with DuckDB's
-time_bucket (or a generated series for HOP) and joins per window and key."""
+time_bucket (or a generated series for HOP) and joins per window and key. A row counts
+unless its window had fired (end - 1 ms at or below its own source's watermark) when it
+arrived, as Flink's window operators judge late rows (docs/time.md)."""
 
+import pyarrow as pa
 import pytest
 
 import dsms
 
 from changes import Recorder, feed_interleaved
-from oracle import duck, events, on_time, rows
+from oracle import arrival_watermarks, duck, events, rows, tumble_on_time
 
 DDL = """
 CREATE STREAM a (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
@@ -18,7 +21,13 @@ CREATE STREAM b (k VARCHAR, v BIGINT, price DOUBLE, ts TIMESTAMP(3),
 """
 A = events(500, seed=41, keys=7, span_s=200, disorder_s=4)
 B = events(400, seed=42, keys=7, span_s=200, disorder_s=3)
-A_OK, B_OK = on_time(A, 3), on_time(B, 2)
+A_OK, B_OK = tumble_on_time(A, 3, 10), tumble_on_time(B, 2, 10)  # the rows a 10 s window join keeps
+
+
+def with_arrival_watermark(table: pa.Table, bound_s: float) -> pa.Table:
+    """``table`` with ``wm``: its source's watermark when each row arrived (NULL for the first)."""
+    return table.append_column("wm", pa.array(arrival_watermarks(table.column("ts").to_pylist(), bound_s),
+                                              pa.timestamp("us")))
 
 
 @pytest.mark.parametrize("kind", ["INNER", "LEFT", "RIGHT", "FULL OUTER"])
@@ -44,7 +53,8 @@ def test_tumble_window_join(kind):
 
 
 def test_hop_window_join_of_window_aggregates():
-    """Per-window counts of both sides, joined: windows of aggregates carry their bounds through."""
+    """Per-window counts of both sides, joined: windows of aggregates carry their bounds through. Each
+    aggregate counts an event in the windows that had not fired when it arrived."""
     rec = Recorder(DDL)
     rec.query("j", """
       SELECT x.ws, x.k, x.n, y.n AS m FROM
@@ -62,11 +72,11 @@ def test_hop_window_join_of_window_aggregates():
       WITH w AS (SELECT unnest(generate_series(TIMESTAMP '2024-03-01 11:59:40', TIMESTAMP '2024-03-01 12:04:00',
                                                 INTERVAL '5 seconds')) AS ws),
            x AS (SELECT ws, k, COUNT(*) AS n FROM a JOIN w ON a.ts >= ws AND a.ts < ws + INTERVAL '15 seconds'
-                 GROUP BY ALL),
+                 AND (a.wm IS NULL OR ws + INTERVAL '14.999 seconds' > a.wm) GROUP BY ALL),
            y AS (SELECT ws, k, COUNT(*) AS n FROM b JOIN w ON b.ts >= ws AND b.ts < ws + INTERVAL '15 seconds'
-                 GROUP BY ALL)
+                 AND (b.wm IS NULL OR ws + INTERVAL '14.999 seconds' > b.wm) GROUP BY ALL)
       SELECT x.ws, x.k, x.n, y.n AS m FROM x JOIN y ON x.ws = y.ws AND x.k = y.k
-      """, a=A_OK, b=B_OK)
+      """, a=with_arrival_watermark(A, 3), b=with_arrival_watermark(B, 2))
     assert rows(rec.final("j")) == rows(want)
 
 

@@ -92,12 +92,25 @@ def judges_late_events(node: L.Node) -> bool:
     below the last time it emitted for the row's partition (bounded frames,
     ``RowTimeRangeBoundedPrecedingFunction``).
 
-    Joins judge at their sources: a two-input operator's watermark is the
-    minimum over its inputs as they stand when a row arrives, which depends
-    on how the inputs interleave, so no rule over it gives the same rows
-    whatever the batch sizes.
+    And a window join (:func:`judges_window_join`). The other joins judge
+    at their sources: a two-input operator's watermark is the minimum over
+    its inputs as they stand when a row arrives, which depends on how the
+    inputs interleave, so no rule over it gives the same rows whatever the
+    batch sizes.
     """
-    return judges_per_window(node) or judges_per_session(node) or isinstance(node, OverAggregate)
+    return (judges_per_window(node) or judges_per_session(node) or isinstance(node, OverAggregate)
+            or judges_window_join(node))
+
+
+def judges_window_join(node: L.Node) -> bool:
+    """A window join without allowed lateness: it drops a row only when the row's window had fired for
+    the row's own input when it arrived (Flink's ``WindowJoinOperator`` drops a row whose window fired).
+
+    Judged against the watermark of the row's own input as it stood before the row, not the join's (the
+    minimum over both inputs, which depends on how they interleave), so the rows do not depend on batch
+    sizes. A window that fired for the join had fired for both inputs, so no row reaches a fired window.
+    """
+    return isinstance(node, Join) and node.strategy == "window" and not node.lateness
 
 
 def judges_per_session(node: L.Node) -> bool:
@@ -108,8 +121,9 @@ def judges_per_session(node: L.Node) -> bool:
 
 
 def judges_on_batch_routes(node: L.Node) -> bool:
-    """The operators that judge late events themselves on the batch routes too: per window, and OVER."""
-    return judges_per_window(node) or isinstance(node, OverAggregate)
+    """The operators that judge late events themselves on the batch routes too: per window (window
+    aggregates, Top-N and joins), and OVER."""
+    return judges_per_window(node) or isinstance(node, OverAggregate) or judges_window_join(node)
 
 
 def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
@@ -118,9 +132,9 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
 
     Their sources drop nothing: they cut their batches before each event
     behind the watermark, so that the operators above see the watermark
-    as it stood when the event arrived (docs/time.md). Under a join that
-    judges lateness itself, its operator's watermark is the minimum over its
-    inputs as they stand when the row arrives, as in Flink.
+    as it stood when the event arrived (docs/time.md). A window join that
+    judges lateness itself judges each row against its own input's
+    watermark, so its inputs do not fan in.
     """
     timed = scans_under_event_time(root)
     other: set[int] = set()

@@ -9,6 +9,7 @@ from ...grammar import Name, Span
 from ...grammar.dialect import GroupWindow
 from ...grammar.dialect import WindowTVF as WindowTVFExpr
 from ..catalog import MaterializedViewDef, SourceDef, ViewDef
+from ..literal_cells import plain_cast_type
 from ..logical import nodes as L
 from ..logical.late import LateScan
 from ..timeutil import interval_micros, node_span
@@ -192,7 +193,7 @@ def bind_values(tree: exp.Values, ctx: BindContext, names: list[str] | None = No
     for i in range(width):
         t: pa.DataType = pa.null()
         for r in bound:
-            t2 = common_type(t, infer_type(r[i], empty, ctx.source))
+            t2 = common_type(t, plain_cast_type(r[i]) or infer_type(r[i], empty, ctx.source))
             if t2 is None:
                 raise ctx.error(f"VALUES column {i + 1} mixes incompatible types", tree)
             t = t2

@@ -8,7 +8,8 @@ each strategy's final result is a plain join of the inputs' final rows:
 * interval: ``ON keys AND r.t - l.t BETWEEN lower AND upper`` (in
   microseconds), inner or outer; the runtime keeps rows exactly as long as
   an on-time partner can come, so nothing else is lost;
-* window: ``ON l.window_start = r.window_start AND l.window_end = r.window_end AND keys``;
+* window: ``ON l.window_start = r.window_start AND l.window_end = r.window_end AND keys``, over the
+  rows whose window had not fired for their input when they arrived (``__wm``);
 * regular: ``ON`` the condition, over the inputs' final rows;
 * temporal: each left row with the version of the table's row valid at its
   time. Versions are the table's changes (a retraction's ``-U`` is not a
@@ -27,9 +28,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..analysis.lateness import judges_window_join
 from ..logical.join import Join
 from ..vocabulary import ChangeOp
-from .sql import FILE, OP, ROW, alias, and_, c, micros, sub, window
+from .sql import FILE, OP, ROW, alias, and_, c, micros, open_window, sub, window
 from .sqlgen import lit
 from .stream import interval_bound
 
@@ -37,12 +39,17 @@ KIND = {"inner": None, "left": "LEFT", "right": "RIGHT", "full": "FULL"}
 
 
 def _side(lw, node, side: int, rel=None) -> exp.Subquery:
-    """One input, its columns under their output names."""
+    """One input, its columns under their output names. A window join keeps only the rows whose window
+    had not fired for their input when they arrived (``__wm``, as the runtime's ``WindowJoinLogic``)."""
     child = node.inputs[side]
     src = rel or lw.rel(child)
     names = node.left_names if side == 0 else node.right_names
     items = [alias(c(inner), out) for inner, out in zip(child.schema.names, names)]
-    return sub(exp.select(*items).from_(lw.use(src)), "l" if side == 0 else "r")
+    query = exp.select(*items).from_(lw.use(src))
+    if src.ordered and judges_window_join(node):
+        end = node.window_columns[1 + 2 * side]  # the side's window_end, by its output name
+        query = query.where(open_window(micros(c(child.schema.names[list(names).index(end)]))))
+    return sub(query, "l" if side == 0 else "r")
 
 
 def _conditions(lw, node: Join, *extra: exp.Expression) -> exp.Expression:

@@ -61,6 +61,9 @@ class WindowJoinSpec(JoinSpec):
     fire: tuple[str, ...] = ()  # with $1 = watermark; the first returns the output
     min_end: str = ""  # the smallest window end held
     end_columns: tuple[str, str] = ("", "")
+    # Per port: its rows are judged here, each against the port's watermark as it stood before the row
+    # (the window join judges late rows itself and every source below the port leaves them to it).
+    judged: tuple[bool, bool] = (False, False)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar import DsmsError
+from ..analysis.lateness import judges_window_join
 from ..logical import nodes as L
 from ..logical.join import Join
 from ..lower.sqlgen_join import (
@@ -78,6 +79,11 @@ class JoinPlanning:
                         setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
                         external=external)
 
+    def _judged_here(self, node: Join, side: L.Node) -> bool:
+        """Whether a window join judges the late rows of ``side`` itself: every source below leaves them to it."""
+        scans = [n for n in L.walk(side) if isinstance(n, L.Scan)]
+        return judges_window_join(node) and all(id(n) in self.window_judged for n in scans)
+
     def plan_Join(self, node: Join) -> int:
         if node.strategy == "temporal":
             # The versioned table's changes by key, as read: each is a version (deletes end one at their time).
@@ -106,7 +112,8 @@ class JoinPlanning:
             sql = window_join_sql(j)
             return self.add(WindowJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
-                            fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"])
+                            fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"],
+                            judged=tuple(self._judged_here(node, side) for side in node.inputs))
         if node.strategy == "temporal":
             updating = node.left.changelog == L.UPDATING
             sql = temporal_join_sql(j, node.right.source.primary_key, updating)

@@ -28,6 +28,7 @@ from ..analysis.state_bounds import state_bound
 from ..bind.emit import source_lateness_us
 from ..bind.expressions import col
 from ..errors import UnsupportedPlan
+from ..literal_cells import plain_cast_type
 from ..logical import nodes as L
 from ..logical.cql import SnapshotDiff, StreamOf
 from ..logical.late import LateScan
@@ -245,7 +246,8 @@ class _Planner(JoinPlanning):
             sql = exp.select(exp.alias_(exp.Literal.number(1), "__unit", quoted=True))
             schema = pa.schema([pa.field("__unit", pa.int32())])
             return self.add(ValuesSpec, node, (), node.label(), schema=schema, sql=S.render(sql))
-        rows = [exp.Tuple(expressions=[S.cast(S.typed(v, Schema(())), f.type) for v, f in zip(r, node.schema)])
+        rows = [exp.Tuple(expressions=[S.cast(v.copy() if plain_cast_type(v) else S.typed(v, Schema(())), f.type)
+                                       for v, f in zip(r, node.schema)])
                 for r in node.rows]
         alias = exp.TableAlias(this=exp.Identifier(this="v", quoted=True),
                                columns=[exp.Identifier(this=f.name, quoted=True) for f in node.schema])

@@ -8,6 +8,7 @@ error is raised at the next read, with the position left at the bad row
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow as pa
 from .base import ReadRequest, SourceError
 from .dead_letter import DeadLetter
 from .files import FileSet
+from .read_to_end import identity
 
 
 class FileSource(ABC):
@@ -39,6 +41,7 @@ class FileSource(ABC):
         self._name: str | None = None  # the file being read (or last read), relative to the file set
         self._error: SourceError | None = None  # a bad row found after handing on the rows before it
         self._skipped = 0
+        self._read_to_end: dict[str, dict] = {}  # the files read to their end: what a restart checks
 
     def read(self) -> pa.Table | None:
         if self._error is not None:
@@ -48,6 +51,15 @@ class FileSource(ABC):
     @property
     def skipped(self) -> int:
         return self._skipped
+
+    @property
+    def read_to_end(self) -> dict[str, dict]:
+        """Each file read to its end, by name: its size then and a fingerprint (``read_to_end.identity``)."""
+        return dict(self._read_to_end)
+
+    def restore_read_to_end(self, read: dict[str, dict]) -> None:
+        """After a restart: the files a finished read had read, for the checkpoints to keep."""
+        self._read_to_end = dict(read)
 
     def close(self) -> None:
         self._close_file()
@@ -60,6 +72,16 @@ class FileSource(ABC):
 
     def _close_file(self) -> None:  # noqa: B027 - a hook: a source that holds no open file has nothing to do
         """Let go of the file being read."""
+
+    def _file_read(self, size: int | None = None) -> None:
+        """The file being read has been read to its end (``size`` bytes; None: all it holds now)."""
+        path = self._path()
+        if size is None:
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                return  # gone already: nothing to check after a restart
+        self._read_to_end[self._name] = identity(path, size)
 
     def _path(self, name: str | None = None) -> str:
         return self.files.full(name or self._name)

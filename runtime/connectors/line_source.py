@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import zlib
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -46,6 +45,7 @@ from .dead_letter import DeadLetter
 from .file_source import FileSource
 from .files import FileSet
 from .lines import Chunk, LineReader
+from .read_to_end import fingerprint
 from .salvage import BadInput, salvage
 
 
@@ -178,9 +178,9 @@ class LineSource(FileSource):
             position = {"file": self._name, "offset": self._offset, "line": self._line}
         if self._name is not None and position["offset"]:
             # What the file held up to the offset: a restart checks it is the same file.
-            fingerprint = _fingerprint(self.files.full(self._name), position["offset"])
-            if fingerprint is not None:
-                position["fingerprint"] = fingerprint
+            crcs = fingerprint(self.files.full(self._name), position["offset"])
+            if crcs is not None:
+                position["fingerprint"] = crcs
         return position
 
     def seek(self, position: dict) -> None:
@@ -200,7 +200,7 @@ class LineSource(FileSource):
             raise SourceError(f"the file is shorter ({size} bytes) than the saved position "
                               f"({self._offset} bytes); was it replaced?", source=self.req.name, file=path)
         saved = position.get("fingerprint")
-        if saved is not None and _fingerprint(path, self._offset) != saved:
+        if saved is not None and fingerprint(path, self._offset) != saved:
             reader.close()
             raise SourceError(f"the file's first {self._offset} bytes are not those read before the checkpoint: "
                               "it was replaced or rotated (same name, other content), so the saved position "
@@ -225,6 +225,7 @@ class LineSource(FileSource):
 
     def _finish_file(self) -> None:
         self._offset, self._line = self._reader.offset, self._reader.line
+        self._file_read(self._offset)
         self._close_file()
 
     def _close_file(self) -> None:
@@ -342,21 +343,6 @@ class LineSource(FileSource):
 
     def _concat(self, tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables) if tables else self.req.schema.empty_table()
-
-
-_PRINT = 256  # bytes at each end of what was read that a position's fingerprint covers
-
-
-def _fingerprint(path: str, offset: int) -> str | None:
-    """A CRC of the first and the last ``_PRINT`` bytes before ``offset`` (None if unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(min(offset, _PRINT))
-            f.seek(max(0, offset - _PRINT))
-            tail = f.read(min(offset, _PRINT))
-    except OSError:
-        return None
-    return f"{zlib.crc32(head):08x}{zlib.crc32(tail):08x}"
 
 
 def _empty_lines(data: bytes) -> int:

@@ -60,6 +60,7 @@ class ParquetSource(FileSource):
                 batch = next(self._batches)
             except StopIteration:
                 self._batches = None
+                self._file_read()
                 continue
             table = self._conform(pa.Table.from_batches([batch]))
             if table.num_rows:
