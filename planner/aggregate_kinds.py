@@ -36,6 +36,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlglot  # noqa: F401  (the doctest parses with it)
@@ -59,7 +60,7 @@ class Partial:
     """
 
     suffix: str
-    first: str  # count | sum | min | max | bit_and | bit_or | bit_xor
+    first: str  # count | sum | min | max | bit_and | bit_or | bit_xor | list | <how>_by (_Ordered)
     type: pa.DataType
     cast: bool = False  # the value is the argument cast to ``type`` (else the fold's result is cast)
     square: bool = False  # the value is the argument squared (in ``type``)
@@ -101,6 +102,9 @@ class AggregateKind(ABC):
     in_over = False  # computed over OVER windows (planner/sqlgen_over.py)
     ordered = False  # its value depends on the arrival order of the rows (_Ordered)
     python = False  # a Python aggregate function (python_aggregate.py)
+    skips_nulls = True  # NULL arguments are skipped (ARRAY_AGG keeps them, as Flink)
+    distinct_help = "DISTINCT works with COUNT, SUM, AVG, MIN and MAX"  # the help of a refused agg(DISTINCT x)
+    not_on_spark = ""  # why the Spark route cannot compute it (empty: it can)
     numeric_only = False
     integer_only = False
 
@@ -117,6 +121,13 @@ class AggregateKind(ABC):
             raise AggregateTypeError(f"{self.name} needs a numeric argument, not {arg}")
         if self.integer_only and arg is not None and not pa.types.is_integer(arg):
             raise AggregateTypeError(f"{self.name} needs an integer argument, not {arg}")
+
+    def with_null_treatment(self, ignore: bool) -> AggregateKind:
+        """The kind for ``IGNORE NULLS`` (``ignore``) or ``RESPECT NULLS`` written after the argument."""
+        if ignore == self.skips_nulls:
+            return self
+        raise AggregateTypeError(f"{self.name} skips NULL values: RESPECT NULLS is not supported" if self.skips_nulls
+                                 else f"{self.name} keeps NULL values: IGNORE NULLS is not supported")
 
     def with_arguments(self, extra: list[exp.Expression]) -> AggregateKind:
         """The kind for a call with arguments after the first (LISTAGG's separator)."""
@@ -361,19 +372,20 @@ class BitXor(_Bitwise):
 
 
 class _Ordered(AggregateKind):
-    """FIRST_VALUE, LAST_VALUE and LISTAGG: their value depends on the order rows arrive in.
+    """FIRST_VALUE, LAST_VALUE, LISTAGG and ARRAY_AGG: their value depends on the order rows arrive in.
 
     A row's place is an arrival number (the runtime numbers the rows it
     receives; the batch routes use the source order). The partials are the
     value (``v``, merged by ``<how>_by`` the order column) and the order of
-    the partial's first or last row (``o``); NULLs are skipped, as in Flink.
+    the partial's first or last row (``o``); NULLs are skipped, as in Flink
+    (ARRAY_AGG keeps them: ``skips_nulls``).
     Under retractions the group aggregate keeps each value with its arrival
     number, and a retraction takes away the value's earliest occurrence (as
     Flink's ``*WithRetractAggFunction`` do).
     """
 
     ordered = True
-    how = "first"  # first | last | listagg
+    how = "first"  # first | last | listagg | array
 
     def partials(self, arg):
         value = pa.string() if self.how == "listagg" else (arg if arg is not None else pa.int64())
@@ -382,8 +394,12 @@ class _Ordered(AggregateKind):
     def batch_items(self, v: exp.Expression, seq: exp.Expression) -> dict[str, exp.Expression]:
         """The partials of a batch as SQL over the value ``v`` and the arrival number ``seq``."""
         present = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null())),
-                                       true=seq.copy())])
-        if self.how == "listagg":
+                                       true=seq.copy())]) if self.skips_nulls else seq.copy()
+        if self.how == "array":  # no row (only a group aggregate's key without live values): NULL
+            value = exp.Filter(this=exp.ArrayAgg(this=exp.Order(this=v.copy(), expressions=[exp.Ordered(this=seq.copy())])),
+                               expression=exp.Where(this=exp.Not(this=exp.Is(this=present.copy(),
+                                                                              expression=exp.Null()))))
+        elif self.how == "listagg":
             value = exp.GroupConcat(this=exp.Order(this=v.copy(), expressions=[exp.Ordered(this=seq.copy())]),
                                     separator=exp.Literal.string(self.separator))
         else:
@@ -441,17 +457,104 @@ class ListAgg(_Ordered):
         return ListAgg(extra[0].name)
 
 
+class ArrayAggIgnoringNulls(exp.ArrayAgg):
+    """``ARRAY_AGG(x IGNORE NULLS)`` as the binder rewrites it: a class of its own, so that the call is not
+    equal to ``ARRAY_AGG(x)`` (sqlglot compares trees by class and arguments)."""
+
+    @classmethod
+    def sql_name(cls) -> str:
+        return "ARRAY_AGG"
+
+
+class ArrayAgg(_Ordered):
+    """ARRAY_AGG(x): the values in arrival order, NULLs included (Flink's default, RESPECT NULLS; ``IGNORE
+    NULLS`` skips them); NULL for no rows.
+
+    A retraction takes away the value's earliest occurrence, as Flink's ``ArrayAggFunction.retract``.
+    """
+
+    name = "ARRAY_AGG"
+    how = "array"
+    distinct_help = ("not yet (Flink has it); over an append-only input ARRAY_DISTINCT(ARRAY_AGG(x)) gives each "
+                     "value once, in the order it first arrived")
+
+    def __init__(self, ignore_nulls: bool = False):
+        self.skips_nulls = ignore_nulls
+        self.sql_classes = (ArrayAggIgnoringNulls,) if ignore_nulls else (exp.ArrayAgg,)
+
+    def with_null_treatment(self, ignore: bool) -> AggregateKind:
+        return ARRAY_AGG_IGNORE_NULLS if ignore else ARRAY_AGG
+
+    not_on_spark = "Spark SQL's collect_list skips NULL values and takes no order, and ARRAY_AGG keeps both"
+
+    def result_type(self, arg):
+        return pa.list_(arg if arg is not None else pa.null())
+
+    def partials(self, arg):
+        return (Partial("v", "array_by", self.result_type(arg)), Partial("o", "min", pa.int64()))
+
+
+class Collect(AggregateKind):
+    """COLLECT(x): the MULTISET of the non-NULL values, kept as ``MAP<T, INT>`` (value -> count) as dsms stores
+    a MULTISET; an empty multiset for no values, as Flink's ``CollectAggFunction``.
+
+    Its partial is the list of the values (merged by concatenation); the counts are made when it is finished.
+    Over an updating input the group aggregate keeps the multiset of live values and their counts.
+    """
+
+    name = "COLLECT"
+    sql_names = ("COLLECT",)
+    not_on_spark = "a MULTISET is a MAP of counts, which the Spark lowering does not build"
+
+    def result_type(self, arg):
+        element = arg if arg is not None else pa.null()
+        return pa.map_(element, pa.int32())
+
+    def partials(self, arg):
+        return (Partial("l", "list", pa.list_(arg if arg is not None else pa.null())),)
+
+    def final(self, cols, out):
+        counted = exp.Anonymous(this="LIST_AGGREGATE", expressions=[cols["l"], exp.Literal.string("histogram")])
+        return exp.Cast(this=exp.Coalesce(this=counted, expressions=[exp.Anonymous(this="MAP", expressions=[])]),
+                        to=to_sql_type(out))
+
+    def final_arrow(self, cols, out):
+        return multiset_of_lists(cols["l"].combine_chunks(), out)
+
+    def over_multiset(self, v, n, arg, out, distinct=False):
+        where = exp.Where(this=exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null())))
+        values = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[v.copy()]), expression=where)
+        counts = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[n.copy()]), expression=where.copy())
+        built = exp.Anonymous(this="MAP", expressions=[values, counts])
+        return exp.Cast(this=exp.Coalesce(this=built, expressions=[exp.Anonymous(this="MAP", expressions=[])]),
+                        to=to_sql_type(out))
+
+
+def multiset_of_lists(lists: pa.ListArray, out: pa.DataType) -> pa.MapArray:
+    """Per list, its non-NULL values counted (``out``: ``MAP<T, INT>``); a NULL list is an empty multiset."""
+    values = lists.flatten()
+    rows = pa.table({"g": pc.list_parent_indices(lists), "v": values}).filter(pc.is_valid(values))
+    counted = rows.group_by(["g", "v"], use_threads=False).aggregate([([], "count_all")]).sort_by([("g", "ascending")])
+    per_list = np.bincount(counted.column("g").to_numpy(), minlength=len(lists)) if counted.num_rows \
+        else np.zeros(len(lists), np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(per_list)]), pa.int32())
+    return pa.MapArray.from_arrays(offsets, counted.column("v").combine_chunks().cast(out.key_type),
+                                   counted.column("count_all").combine_chunks().cast(out.item_type), type=out)
+
+
 COUNT, SUM, AVG, MIN, MAX = Count(), Sum(), Avg(), Min(), Max()
 STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP = StddevPop(), StddevSamp(), VarPop(), VarSamp()
 BIT_AND, BIT_OR, BIT_XOR = BitAnd(), BitOr(), BitXor()
 FIRST_VALUE, LAST_VALUE, LISTAGG = FirstValue(), LastValue(), ListAgg()
+ARRAY_AGG, ARRAY_AGG_IGNORE_NULLS, COLLECT = ArrayAgg(), ArrayAgg(ignore_nulls=True), Collect()
 KINDS: tuple[AggregateKind, ...] = (COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP,
-                                    BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG)
-NAMES = tuple(k.name for k in KINDS) + ("STDDEV", "VARIANCE")
+                                    BIT_AND, BIT_OR, BIT_XOR, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG,
+                                    ARRAY_AGG_IGNORE_NULLS, COLLECT)
+NAMES = tuple(dict.fromkeys(k.name for k in KINDS)) + ("STDDEV", "VARIANCE")
 
 # Flink aggregates dsms does not run yet, by the name a user writes (refused with this list, not as unknown).
-NOT_YET = ("ARRAY_AGG", "COLLECT", "JSON_ARRAYAGG", "JSON_OBJECTAGG")
-NOT_YET_HELP = "LISTAGG(CAST(x AS STRING), sep) joins the values into one string"
+NOT_YET = ("JSON_ARRAYAGG", "JSON_OBJECTAGG")
+NOT_YET_HELP = "ARRAY_AGG(x) collects the values into an array"
 
 
 def written_name(node: exp.Expression) -> str:

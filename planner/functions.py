@@ -115,12 +115,11 @@ def _guarded(x: exp.Expression, exact: exp.Expression, fallback: exp.Expression,
 
 
 def _truncate_decimal(v: exp.Expression, n: int) -> exp.Expression:
-    """``v`` truncated toward zero to ``n`` decimals, with exact decimal rounding (HALF_UP) only."""
+    """``v`` truncated toward zero to ``n`` decimals, with exact decimal rounding (HALF_UP) only: the magnitude
+    less half a unit, rounded, with the sign put back (0 stays 0: ROUND(-0.5) alone would give -1)."""
     half = exp.Literal.number(f"{5 * 10 ** (-n - 1):.{max(n + 1, 0)}f}" if n >= 0 else 5 * 10 ** (-n - 1))
-    toward_zero = (exp.Case().when(exp.LT(this=v.copy(), expression=exp.Literal.number(0)),
-                                   exp.Add(this=v.copy(), expression=half.copy()), copy=False)
-                   .else_(exp.Sub(this=v.copy(), expression=half.copy()), copy=False))
-    return exp.Round(this=toward_zero, decimals=exp.Literal.number(n))
+    magnitude = exp.Round(this=exp.Sub(this=exp.Abs(this=v.copy()), expression=half), decimals=exp.Literal.number(n))
+    return exp.Mul(this=exp.Sign(this=v.copy()), expression=magnitude)
 
 
 def _lower_round(node: exp.Round) -> exp.Expression | None:

@@ -80,6 +80,7 @@ CASES = [
     C("ROUND(i, -1)", {"i": [15, -15, 14, None]}, [20, -20, 10, None], INT),
     C("TRUNCATE(d, 2)", {"d": [42.324, -42.326, 0.29, 1.999, None]}, [42.32, -42.32, 0.29, 1.99, None], DOUBLE),
     C("TRUNCATE(d)", {"d": [42.9, -42.9]}, [42.0, -42.0], DOUBLE),
+    C("TRUNCATE(d, 1)", {"d": [0.0, 0.04, -0.04, 0.05, None]}, [0.0, 0.0, 0.0, 0.0, None], DOUBLE),  # 0 stays 0
     C("TRUNCATE(i, -1)", {"i": [129, -129, 5, None]}, [120, -120, 0, None], INT),
     C("POWER(d, 2)", {"d": [3.0, -2.0, None]}, [9.0, 4.0, None], DOUBLE),
     C("POWER(i, 2)", {"i": [3]}, [9.0], DOUBLE),

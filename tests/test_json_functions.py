@@ -109,6 +109,14 @@ def test_json_functions_give_flinks_results(tmp_path, route):
         assert got == want, expr
 
 
+@pytest.mark.parametrize("route", ROUTES)
+def test_json_value_returning_an_integer_keeps_zero(tmp_path, route):
+    # Truncating toward zero once turned an exact 0 into -1 (ROUND(0 - 0.5) rounds half away from zero).
+    rows = by_line(run(tmp_path, route, "JSON_VALUE(line, '$.n' RETURNING INT), TRUNCATE(CAST(0 AS DOUBLE), 1)",
+                       ['{"n": 0}', '{"n": 0.0}', '{"n": 5}']))
+    assert rows == {'{"n": 0}': (0, 0.0), '{"n": 0.0}': (0, 0.0), '{"n": 5}': (5, 0.0)}
+
+
 def test_raw_format_reads_whole_lines(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b'{"a": 1}\r\n\n  spaced  \nlast')

@@ -141,12 +141,20 @@ def value(v):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
         return {"decimal": str(v)}
+    if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        return {str(a): value(b) for a, b in v}  # a MAP (Arrow gives its pairs), keyed as JSON keys them
+    if isinstance(v, list):
+        return [value(x) for x in v]
     return v
 
 
 def arrow_type(t) -> str:
     import pyarrow as pa
 
+    if pa.types.is_list(t):
+        return f"ARRAY<{arrow_type(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{arrow_type(t.key_type)}, {arrow_type(t.item_type)}>"
     if pa.types.is_timestamp(t):
         return "TIMESTAMP_LTZ(3)" if t.tz else "TIMESTAMP(3)"
     if pa.types.is_decimal(t):

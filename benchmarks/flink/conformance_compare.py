@@ -40,6 +40,10 @@ def _key(v):
         return ("f", float(f"{v:.9g}")) if math.isfinite(v) else ("f", v)
     if isinstance(v, dict) and "decimal" in v:
         return ("decimal", decimal.Decimal(v["decimal"]).normalize())
+    if isinstance(v, list):  # an ARRAY
+        return ("list", tuple(_key(x) for x in v))
+    if isinstance(v, dict):  # a MAP or MULTISET (dsms's by its pairs: conformance.py), in no order
+        return ("map", tuple(sorted(((_key(a), _key(b)) for a, b in v.items()), key=repr)))
     return (type(v).__name__, v)
 
 

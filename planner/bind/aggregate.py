@@ -34,6 +34,36 @@ from .from_clause import window_over
 _GROUP_WINDOW_HELPERS = {"START": "window_start", "END": "window_end", "ROWTIME": "window_time"}
 
 
+def with_null_treatment(tree: exp.Expression | None, ctx: BindContext) -> exp.Expression | None:
+    """``agg(x IGNORE NULLS)`` and ``agg(x RESPECT NULLS)`` (parsed as a wrapper around the call): the call of
+    the kind that treats NULLs so (ARRAY_AGG takes both; the aggregates that skip NULLs take IGNORE NULLS)."""
+    treatments = (exp.IgnoreNulls, exp.RespectNulls)
+
+    def fix(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, treatments):  # agg(x) IGNORE NULLS
+            call, wrapper = node.this, node
+        elif isinstance(node.this, treatments) and kind_of(node) is not None:  # agg(x IGNORE NULLS) FILTER (...)
+            call, wrapper = node.copy(), node.this
+            call.set("this", wrapper.this.copy())
+        else:
+            return node
+        ignore = isinstance(wrapper, exp.IgnoreNulls)
+        kind = kind_of(call) if isinstance(call, exp.Expression) else None
+        if kind is None:
+            raise ctx.error(f"{'IGNORE' if ignore else 'RESPECT'} NULLS applies to an aggregate function only",
+                            wrapper)
+        try:
+            treated = kind.with_null_treatment(ignore)
+        except AggregateTypeError as e:
+            raise ctx.error(str(e), wrapper) from None
+        if treated is kind:
+            return call
+        (cls,) = treated.sql_classes
+        return cls(**{k: v for k, v in call.args.items()})
+
+    return tree.transform(fix) if tree is not None else None
+
+
 def has_aggregate(tree: exp.Expression) -> bool:
     return any(is_aggregate(n) for n in tree.walk())
 
@@ -218,6 +248,12 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
         condition = a.expression.this if isinstance(a.expression, exp.Where) else a.expression
         a = a.this
     kind, arg = _kind_and_argument(a, ctx)
+    if isinstance(arg, exp.Order):
+        raise ctx.error(f"{kind.name} takes no ORDER BY (nor does Flink)", a,
+                        help="the values are aggregated in the order the rows arrive")
+    if condition is not None and not kind.skips_nulls:
+        raise ctx.error(f"{kind.name} keeps NULL values, so FILTER (WHERE ...) on it is not supported yet", a,
+                        help="filter the rows in WHERE, or in a subquery")
     arg, distinct = _distinct(kind, arg, a, ctx)
     if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
         arg = None if condition is None else exp.Literal.number(1)
@@ -250,8 +286,7 @@ def _distinct(kind: AggregateKind, arg, a: exp.Expression, ctx: BindContext) -> 
     if len(arg.expressions) != 1:
         raise ctx.error("DISTINCT aggregates take one argument", a)
     if not kind.takes_distinct and not kind.distinct_is_same:
-        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a,
-                        help="DISTINCT works with COUNT, SUM, AVG, MIN and MAX")
+        raise ctx.error(f"{kind.name}(DISTINCT ...) is not supported", a, help=kind.distinct_help)
     return arg.expressions[0], kind.takes_distinct
 
 
@@ -304,6 +339,10 @@ def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, 
     if python:
         raise ctx.error(f"the Python aggregate function {python[0].kind.name} is not supported in a {w.window.kind} "
                         "window yet", at, help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
+    listed = [a for a in w.aggs if not a.kind.ordered and any(p.merge == "list" for p in a.partials())]
+    if listed:  # session merges (runtime/operators/session_merge.py) fold numbers, not lists of values
+        raise ctx.error(f"{listed[0].kind.name} is not supported in a {w.window.kind} window yet", at,
+                        help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
     ordered = [a for a in w.aggs if a.kind.ordered]
     if ordered:
         sliced = "/".join(k.name for k in WINDOW_KINDS.values() if not k.merging)

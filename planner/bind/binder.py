@@ -29,7 +29,7 @@ from ...grammar.stream_syntax import RelationToStream
 from ..catalog import Catalog
 from ..logical import nodes as L
 from ..types import Schema, sql_name, to_sql_type, unique_name
-from .aggregate import Unnamed, bind_aggregation, has_aggregate
+from .aggregate import Unnamed, bind_aggregation, has_aggregate, with_null_treatment
 from .context import BindContext, require_boolean
 from .cql import (
     HIDDEN,
@@ -167,6 +167,8 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
 
 def _bind_aggregated(node: L.Node, scope: Scope, items: list, group, having, ctx: BindContext) -> L.Node:
     """The SELECT list of an aggregating query: GROUP BY (or GROUPING SETS, ROLLUP, CUBE), HAVING."""
+    items = [with_null_treatment(i, ctx) for i in items]
+    having = with_null_treatment(having, ctx)
     if group is not None and (has_grouping_sets(group) or
                               any(i.find(exp.Grouping) for i in items + [having] if i is not None)):
         return bind_grouping_sets(node, scope, items, group, having, ctx,

@@ -60,6 +60,10 @@ def duckdb_only_call(root: L.Node) -> tuple[str, str] | None:
             return (f"call the Python aggregate function {python.kind.name}",
                     "Python functions run inside DuckDB (registered on its connections); the duckdb route runs them "
                     "too")
+        refused = next((a for a in getattr(node, "aggs", ()) if getattr(a, "kind", None) and a.kind.not_on_spark),
+                       None)
+        if refused is not None:
+            return (f"compute {refused.kind.name}", f"{refused.kind.not_on_spark}; the duckdb route runs it")
         for f in fields(node):
             if f.name in ("input", "inputs"):
                 continue

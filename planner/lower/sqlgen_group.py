@@ -173,16 +173,18 @@ class _Aggregates:
         return self._per_key(f"__m_{self.op_id}_{i}", reduce, live)
 
     def _ordered_log(self, i: int, a: AggCall) -> exp.Expression:
-        """FIRST_VALUE, LAST_VALUE, LISTAGG: a log of (keys, value, arrival number, +1 or -1) per aggregate.
+        """FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG: a log of (keys, value, arrival number, +1 or -1) per aggregate.
 
         A value's occurrences are its +1 rows in arrival order; its -1 rows (retractions) take away the earliest
         ones, as Flink's ``*WithRetractAggFunction``. The result is the kind's aggregate over the live occurrences.
         """
         log, keys = f"__ol_{self.op_id}_{i}", self.keys
         arg = self._log(log, a, [(SEQ, pa.int64()), ("__n", pa.int64())])
-        self.multiset_steps.append(insert(log, select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"),
-                                                           col(SEQ), exp.alias_(exp.column("__sg"), "__n"))
-                                          .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))))
+        rows = select_from(self.signed, None, *cols(keys), exp.alias_(arg, "__v"), col(SEQ),
+                           exp.alias_(exp.column("__sg"), "__n"))
+        if a.kind.skips_nulls:  # ARRAY_AGG keeps NULLs (and retracts them, earliest first)
+            rows = rows.where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
+        self.multiset_steps.append(insert(log, rows))
         touched = select_from(log, "m", star("m")).join(table(self.d, "d"), on=same("m", "d", keys),
                                                          join_type="semi")
         value = a.kind.over_ordered(exp.column("__v", "live"), col(SEQ, "live"), a.type)

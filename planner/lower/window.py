@@ -111,8 +111,9 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
         return _stream_window_aggregate(lw, node, src)
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.type.merging else []) + [c(k) for k in node.keys]
+    seq = _in_panes(w, arrival(src))
     items = window_columns(node.window) + [c(k) for k in node.keys] + \
-        [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name) for a in node.aggs]
+        [alias(aggregate(a, node.input.schema, seq=seq), a.name) for a in node.aggs]
     query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
     if src.ordered and not w.type.merging:  # each row counts in the windows still open when it arrived
         query = query.where(open_window(c(WE)))
@@ -121,6 +122,21 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
         seam = exp.LTE(this=minus(c(WE), L.WINDOW_TIME_OFFSET_US), expression=lw.watermark_at_seam(node.input))
         query = query.where(and_(query.args["where"].this, seam) if query.args.get("where") else seam)
     return lw.add(query, node.schema.names)
+
+
+_PANE_PLACE = 10 ** 15  # arrival numbers (file * 10**12 + row) stay below it for up to 1000 files
+
+
+def _in_panes(w, seq: exp.Expression | None) -> exp.Expression | None:
+    """The arrival order ``seq`` of a window's rows with the row's pane put first, as the runtime takes a window's
+    panes for ARRAY_AGG and LISTAGG (newest first for HOP, oldest first for CUMULATE: Flink's slice merges)."""
+    if seq is None or w.type.merging or w.pane >= w.type.longest(w) or w.type.longest(w) // w.pane > 9000:
+        return seq  # one pane per window (TUMBLE), or too many to count above the arrival numbers
+    t = micros(c(w.time_col))  # the bounds __ws and __we are microseconds already
+    since = minus(c(WE), 1) if w.type.newest_pane_first else c(WS)
+    offset = exp.Sub(this=since, expression=t) if w.type.newest_pane_first else exp.Sub(this=t, expression=since)
+    place = exp.IntDiv(this=exp.Paren(this=offset), expression=lit(w.pane))
+    return add(exp.Mul(this=place, expression=lit(_PANE_PLACE)), seq)
 
 
 def _stream_window_aggregate(lw, node: L.WindowAggregate, src):

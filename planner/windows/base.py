@@ -135,6 +135,9 @@ class WindowKind(ABC):
         partitioned: whether ``TABLE t PARTITION BY k`` is allowed (windows kept per key).
         merging: windows grow and merge per key as events arrive (sessions), so they are not
             assembled from panes (:class:`MergingWindowKind`); else :class:`SlicedWindowKind`.
+        newest_pane_first: an aggregate in arrival order (ARRAY_AGG, LISTAGG) takes a window's panes newest
+            first, each pane's values in arrival order, as Flink merges the slices of a HOP window (a
+            CUMULATE window's oldest first).
     """
 
     name: ClassVar[str]
@@ -142,6 +145,7 @@ class WindowKind(ABC):
     takes_offset: ClassVar[bool] = True
     partitioned: ClassVar[bool] = False
     merging: ClassVar[bool] = False
+    newest_pane_first: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return self.name

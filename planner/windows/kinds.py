@@ -69,6 +69,7 @@ class Hop(SlicedWindowKind):
     (size / slide of them when the size is a multiple of the slide; as Flink, it need not be)."""
 
     name = "HOP"
+    newest_pane_first = True  # Flink's HOP merges its slices from the last one back
     params = ("slide", "size")
 
     def pane(self, w: WindowSpec) -> int:

@@ -1,5 +1,5 @@
 """Merging partial aggregates by key, vectorized, for every merge an aggregate kind may declare; and
-the arrival numbers that ordered aggregates (FIRST_VALUE, LAST_VALUE, LISTAGG) read.
+the arrival numbers that ordered aggregates (FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG) read.
 
 Window and session operators keep partial aggregates (planner/aggregate_kinds.py)
 as Arrow rows per (pane, key) and merge them with a hash group-by. Arrow's
@@ -35,7 +35,7 @@ def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]],
                 ordered: dict[str, tuple[str, str | None]] | None = None) -> pa.Table:
     """``table`` grouped by ``keys`` with each (column, merge) applied: keys, then ``<column>_<merge>``.
 
-    ``ordered``: for the ``first_by``, ``last_by`` and ``listagg_by`` merges, the column's order column
+    ``ordered``: for the ``first_by``, ``last_by``, ``listagg_by`` and ``array_by`` merges, the column's order column
     and (LISTAGG) separator.
     """
     native = [(c, how) for c, how in merges if how in _NATIVE]
@@ -86,13 +86,18 @@ def _concatenated(column: pa.ChunkedArray, order: np.ndarray, offsets: np.ndarra
 def _in_order(column: pa.ChunkedArray, order_column: pa.ChunkedArray, how: str, separator: str | None,
               order: np.ndarray, offsets: np.ndarray, groups: np.ndarray) -> pa.Array:
     """Per group: the value of the row with the least (``first_by``) or greatest (``last_by``) order, or the
-    values joined in order (``listagg_by``); rows without an order (no value) are skipped."""
+    values joined in order (``listagg_by``) or their lists one after the other in order (``array_by``); rows
+    without an order (no value) are skipped."""
     seq = order_column.take(pa.array(order))
     valid = seq.is_valid().to_numpy(zero_copy_only=False)
     filler = np.iinfo(np.int64).min if how == "last_by" else np.iinfo(np.int64).max
     key = pc.fill_null(seq, filler).to_numpy()
     perm = np.lexsort((key, groups))  # by group, then by order
     counts = np.add.reduceat(valid.astype(np.int64), offsets[:-1]) if len(groups) else np.zeros(0, np.int64)
+    if how == "array_by":
+        kept = perm[valid[perm]]
+        merged = _concatenated(column, order[kept], np.concatenate([[0], np.cumsum(counts)]))
+        return pc.if_else(pa.array(counts > 0), merged, None)
     if how == "listagg_by":
         kept = perm[valid[perm]]  # the rows with a value, group after group, in order
         values = column.take(pa.array(order[kept]))

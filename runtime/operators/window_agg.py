@@ -48,6 +48,7 @@ from .partial_merge import fold_distinct, group_merge, numbered, ordered_merges
 # A pane that collected this many partial tables is merged into one.
 COMPACT_AT = 8
 _WS, _WE = "__ws", "__we"
+_PANE_PLACE = 1 << 44  # arrival numbers stay below it; a pane's place in its window is counted above them
 
 
 class WindowAggLogic(CountsLate, Logic):
@@ -60,6 +61,10 @@ class WindowAggLogic(CountsLate, Logic):
         self.group = [*spec.keys, *spec.distinct_columns]
         self.merges = [(column, how) for a in spec.aggs for column, how, _ in a.partials]
         self.ordered = ordered_merges(spec.aggs)
+        # The order columns of the aggregates that list values (ARRAY_AGG, LISTAGG): a window takes its panes
+        # in time order (newest first for HOP, as Flink), each pane's values in arrival order.
+        lists = {c for c, how in self.merges if how in ("array_by", "listagg_by")}
+        self.pane_ordered = [order for value, (order, _) in self.ordered.items() if value in lists]
         self.seq = env.state.value(spec.id, "seq", 0) if spec.numbered else None
         self.merges.append((ROWS_COLUMN, "sum"))
         self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
@@ -139,6 +144,13 @@ class WindowAggLogic(CountsLate, Logic):
         self.fired.value = watermark
         return out
 
+    def _placed(self, partial: pa.Table, place: int) -> pa.Table:
+        """A pane's partials with the order of its listing aggregates moved to the pane's ``place`` in a window."""
+        for column in self.pane_ordered:
+            i = partial.schema.get_field_index(column)
+            partial = partial.set_column(i, column, pc.add(partial.column(column), place * _PANE_PLACE))
+        return partial
+
     def _reach(self, watermark: int) -> int:
         """The largest window end that has fired at ``watermark`` (processing-time windows: at their end)."""
         if self.spec.processing_time or not MIN_WATERMARK < watermark < MAX_WATERMARK:
@@ -150,8 +162,10 @@ class WindowAggLogic(CountsLate, Logic):
         pieces = []
         for start, end in windows:
             for p in range(start, end, pane):
+                place = (end - pane - p if self.window.type.newest_pane_first else p - start) // pane
                 for t in self.panes.get(p):
                     n = t.num_rows
+                    t = self._placed(t, place)
                     pieces.append(t.append_column(_WS, pa.repeat(pa.scalar(start, pa.int64()), n))
                                    .append_column(_WE, pa.repeat(pa.scalar(end, pa.int64()), n)))
         if not pieces:
