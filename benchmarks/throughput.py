@@ -84,7 +84,7 @@ def one_latency(rate: int, seconds: float, ads: int = 1000) -> dict:
         end = (watermark // 1_000_000) * 1_000_000
         if next_end is None:
             next_end = end + 1_000_000
-        while next_end <= watermark:
+        while next_end - 1_000 <= watermark:  # a window fires once the watermark reaches its last millisecond
             closing_arrival.setdefault(next_end, arrival)
             next_end += 1_000_000
         engine.run_until_idle()
@@ -94,6 +94,8 @@ def one_latency(rate: int, seconds: float, ads: int = 1000) -> dict:
             for we in set(emitted.column("window_end").cast(pa.int64()).to_pylist()):
                 if we in closing_arrival:
                     latencies.append(done - closing_arrival.pop(we))
+    if not latencies:
+        raise SystemExit("no window was closed and emitted while feeding: nothing to measure")
     lat = np.array(latencies) * 1000
     return {"rate": rate, "seconds": seconds, "windows": len(latencies),
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)),
