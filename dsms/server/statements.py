@@ -203,8 +203,8 @@ def dry_run(engine, text: str, settings: dict) -> Outcome:
 
 def copy_target(engine, name: str, columns: list[str] | None):
     source = engine.catalog.get(name)
-    if not isinstance(source, SourceDef) or source.connector != "memory":
-        engine._memory_source(name)  # raises the engine's own error: unknown, or not a memory stream
+    if not isinstance(source, SourceDef) or not source.descriptor.insertable:
+        engine._memory_source(name)  # raises the engine's own error: unknown, or one that takes no inserts
     return source.name, target_columns(source, columns)
 
 
