@@ -78,3 +78,22 @@ def test_a_jdbc_table_is_read_by_key_only(postgres):
     engine, _, _ = setup(postgres)
     with engine, pytest.raises(dsms.DsmsError, match="lookup joins only"):
         engine.query("SELECT * FROM ads")
+
+
+def test_an_updating_left_side_keeps_each_change_kind(postgres):
+    engine, _, table = setup(postgres)
+    with engine:
+        engine.execute("CREATE TABLE taps (id INT, ad_id INT, PRIMARY KEY (id) NOT ENFORCED) WITH (connector = 'memory')")
+        query = engine.query("SELECT t.id, a.campaign FROM taps t LEFT JOIN ads FOR SYSTEM_TIME AS OF PROCTIME() AS a "
+                             "ON t.ad_id = a.id")
+
+        def changes(action, rows):
+            getattr(engine, action)("taps", rows)
+            engine.run_until_idle()
+            return [tuple(r.values()) for batch in query.changes() for r in batch.to_pylist()]
+
+        assert changes("insert", [(10, 1), (11, 2)]) == [("+I", 10, "spring"), ("+I", 11, "summer")]
+        execute(postgres, f"UPDATE {table} SET campaign = 'autumn' WHERE id = 1")
+        # The retraction of tap 10 is looked up now too: it meets 'autumn'.
+        assert changes("insert", [(10, 2)]) == [("-U", 10, "autumn"), ("+U", 10, "summer")]
+        assert changes("delete", [(11, 2)]) == [("-D", 11, "summer")]

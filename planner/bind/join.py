@@ -268,11 +268,8 @@ def _versioned(version: exp.Version, equi, rest, common: dict, j: exp.Join, left
     if isinstance(at, exp.Column):
         field = left.schema.find(bind_scalar(at, left_scope, ctx.source, clause="FOR SYSTEM_TIME AS OF").name)
     if _on_processing_time(at, field):
-        # A processing-time attribute: each event meets the table as it is when the event arrives.
-        if left.changelog != L.APPEND:
-            raise ctx.error("the left side of a lookup join (FOR SYSTEM_TIME AS OF a processing time) must be an "
-                            "append-only stream", j, help="an updating left side can join FOR SYSTEM_TIME AS OF its "
-                            "event time (a temporal join)")
+        # A processing-time attribute: each event (or change of an updating left side, which keeps its kind)
+        # meets the table as it is when it arrives.
         if right.changelog != L.UPDATING:
             raise ctx.error(f"FOR SYSTEM_TIME AS OF {at.sql()} needs a table (with a primary key) on the right",
                             j.this)

@@ -9,8 +9,9 @@ changelog mode and the state it keeps (see docs/joins.md)::
                AND l.window_end = r.window_end -> append-only, emitted when the window closes
     temporal   s JOIN t FOR SYSTEM_TIME AS OF s.ts -> append-only; each event with the version of
                t's row valid at its time, emitted when the watermark passes the event
-    lookup     a stream with a table, no time condition -> append-only; each event with the
-               table's current rows when it is processed
+    lookup     a stream with a table, no time condition, or FOR SYSTEM_TIME AS OF a processing time
+               -> the stream side's mode; each event (or change, kind kept) with the table's current
+               rows when it is processed
     regular    anything else -> updating when an input is updating or a side is outer; keeps
                every current row of both inputs
 
@@ -117,6 +118,8 @@ class Join(Node):
             changelog = UPDATING if updating else APPEND
         elif self.strategy == "temporal":  # the left side's changes, each joined with its version (as Flink)
             changelog = self.left.changelog
+        elif self.strategy == "lookup":  # the stream side's changes, each looked up when it comes (as Flink)
+            changelog = (self.left if self.stream_side == "left" else self.right).changelog
         else:
             changelog = APPEND
         watermark = self._output_watermark() if schema.rowtime is not None else None

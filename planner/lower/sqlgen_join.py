@@ -46,7 +46,7 @@ from .sqltree import (
     union_all,
 )
 
-SEQ = "__seq"  # arrival number the runtime adds to a versioned table's batches
+SEQ = "__seq"  # arrival number the runtime adds to the batches of a versioned table or an updating lookup stream
 ID = "__id"  # row id the runtime adds to an outer side's batches (interval joins)
 WATERMARK = exp.Placeholder(this="1")  # $1: the watermark the runtime passes
 
@@ -306,7 +306,9 @@ def merge_into(j: JoinSql, side: int, name: str, delta: str, count: str) -> tupl
     )
 
 
-def lookup_join_sql(j: JoinSql) -> dict:
+def lookup_join_sql(j: JoinSql, updating: bool = False) -> dict:
+    """``updating``: the stream side is a changelog (its rows carry their kind and, added by the runtime, their
+    arrival number ``SEQ``): each change is looked up as it comes and emitted with its own kind, in order."""
     s = 0 if j.node.stream_side == "left" else 1
     t = 1 - s
     name, delta = j.table("t"), j.table("d")
@@ -321,16 +323,21 @@ def lookup_join_sql(j: JoinSql) -> dict:
     # A table row held n times joins n times.
     times = exp.alias_(exp.Explode(this=call("range", exp.func("COALESCE", exp.column("__n", table_alias), lit(1)))),
                        "__i")
-    lookup = (render(select_from(sub(pair.select(*j.outputs(), times), "m"), None, *cols(j.out_names))),)
-    return dict(setup=setup, state_tables=(name,), update=update, lookup=lookup)
+    stream_alias = "l" if s == 0 else "r"
+    kept = (exp.alias_(col(OP, stream_alias), OP), exp.alias_(col(SEQ, stream_alias), SEQ)) if updating else ()
+    joined = select_from(sub(pair.select(*j.outputs(), times, *kept), "m"), None, *cols(j.out_names),
+                         *((col(OP),) if updating else ()))
+    if updating:  # a retraction before the row that replaces it
+        joined = joined.order_by(asc(col(SEQ)))
+    return dict(setup=setup, state_tables=(name,), update=update, lookup=(render(joined),))
 
 
-def external_lookup_sql(j: JoinSql) -> dict:
+def external_lookup_sql(j: JoinSql, updating: bool = False) -> dict:
     """A lookup join whose table is fetched by key (``ExternalLookup``): the cache is the join's table, with
     the time each row was fetched; the keys of an event batch are found with ``key_sql``."""
     s = 0 if j.node.stream_side == "left" else 1
     t = 1 - s
-    sql = lookup_join_sql(j)
+    sql = lookup_join_sql(j, updating)
     name, misses = j.table("t"), j.table("m")
     stream_alias = "l" if s == 0 else "r"
     pairs = [(a, b) if s == 0 else (b, a) for a, b in j.node.equi]  # (stream expression, table column)

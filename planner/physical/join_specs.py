@@ -103,6 +103,7 @@ class LookupJoinSpec(JoinSpec):
     lookup: tuple[str, ...] = ()  # the stream batch; the last returns output
     update: tuple[str, ...] = ()  # the table's changes
     external: ExternalLookup | None = None  # set: one input (the stream); rows fetched by key
+    sequenced: bool = False  # an updating stream side: its rows are numbered, and emitted in arrival order
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ class JoinPlanning:
         table_schema = pa.schema([pa.field(f.name, f.type) for f in table.schema])
         schemas = (_without_op(self.ops[stream].schema), table_schema)[:: 1 if s == 0 else -1]
         j = JoinSql(node, len(self.ops), schemas)
-        sql = external_lookup_sql(j)
+        updating = inputs[s].changelog == L.UPDATING
+        sql = external_lookup_sql(j, updating)
         options = table.source.options
         external = ExternalLookup(
             options=tuple(sorted(options.items())), columns=tuple((f.name, f.type) for f in table_schema),
@@ -77,7 +78,7 @@ class JoinPlanning:
                  else "none (every batch's keys are fetched)")
         return self.add(LookupJoinSpec, node, (stream,), label, kind=node.kind, schema=j.output_schema(), state=bound,
                         setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
-                        external=external)
+                        external=external, sequenced=updating)
 
     def _judged_here(self, node: Join, side: L.Node) -> bool:
         """Whether a window join judges the late rows of ``side`` itself: every source below leaves them to it."""
@@ -122,10 +123,12 @@ class JoinPlanning:
                             fire=sql["fire"], prune=sql["prune"], min_time=sql["min_time"],
                             time_column=sql["time"], sequenced=updating)
         if node.strategy == "lookup":
-            sql = lookup_join_sql(j)
+            stream = node.left if node.stream_side == "left" else node.right
+            updating = stream.changelog == L.UPDATING
+            sql = lookup_join_sql(j, updating)
             return self.add(LookupJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], stream_port=0 if node.stream_side == "left" else 1,
-                            lookup=sql["lookup"], update=sql["update"])
+                            lookup=sql["lookup"], update=sql["update"], sequenced=updating)
         updating = (node.left.changelog == L.UPDATING, node.right.changelog == L.UPDATING)
         sql = regular_join_sql(j, updating, node.ttl)
         return self.add(RegularJoinSpec, node, (left, right), label, **common, setup=sql["setup"],

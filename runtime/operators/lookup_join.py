@@ -8,9 +8,21 @@ AS OF PROCTIME()``. Input delta -> output delta::
     events                             -> joined with the stored table as it is
                                           now; LEFT JOIN pads unmatched events
 
-The result is append-only: a later change of the table does not revise
-events already joined (processing-time semantics, as Flink's lookup join).
-The watermark is the stream's; the table's does not hold it back.
+A later change of the table does not revise events already joined
+(processing-time semantics, as Flink's lookup join). The watermark is the
+stream's; the table's does not hold it back.
+
+An updating stream side (a changelog: a keyed table read as
+``FOR SYSTEM_TIME AS OF PROCTIME()``) is looked up change by change, and
+each joined row keeps the change's kind, in arrival order, as Flink's
+lookup join does. A retraction meets the table as it is when the
+retraction comes, so it retracts what it joins now, which is what was
+emitted before only if the table did not change in between::
+
+    table  {a: 1}          changes of s            out
+           -               +I (k=a, x=1)            +I (1, a, 1)
+    {a: 2} (t updated)     -U (k=a, x=1)            -U (1, a, 2)   (joined now, not with the old 1)
+                           +U (k=a, x=5)            +U (5, a, 2)
 
 A table in another system (a lookup connector such as ``jdbc``: ``spec.external``) is
 not an input: before a batch of events is joined, the rows of its keys
@@ -27,9 +39,11 @@ batch fetches its keys afresh (Flink's JDBC lookup cache)::
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from ...planner.connectors import find
+from ...planner.lower.sqlgen_join import SEQ
 from ...planner.physical.join_specs import LookupJoinSpec
 from ..connectors.factory import runtime_module
 from ..duck import registered
@@ -44,6 +58,8 @@ class LookupJoinLogic(JoinLogic):
         self._fetcher = None  # the connector's lookup (its runtime module's open_lookup), opened on first use
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
+        if self.spec.sequenced and port == self.spec.stream_port:  # changes come out in the order they came in
+            batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
         if self.spec.external is not None:
             self._refresh(batch)
             out = self.run(self.spec.lookup, batch)
