@@ -213,7 +213,15 @@ class _Build(Transformer):
         spec = next((c for c in children[2:] if isinstance(c, tuple) and c[0] == "metadata"), None)
         not_null = any(isinstance(c, lark.Tree) and c.data == "not_null" for c in children[2:])
         metadata, virtual = (spec[1] or children[0].value, spec[2]) if spec else (None, False)
-        return st.ColumnDef(children[0], type_text, not_null, _span(meta), type_span, metadata, virtual)
+        key_span = next((c[1] for c in children[2:] if isinstance(c, tuple) and c[0] == "column_key"), None)
+        if key_span is not None and metadata is not None:
+            raise SqlSyntaxError(Diagnostic("a METADATA column cannot be the PRIMARY KEY", key_span, self.source,
+                                            help="key the table on a physical column"))
+        return st.ColumnDef(children[0], type_text, not_null, _span(meta), type_span, metadata, virtual, key_span)
+
+    @v_args(meta=True)
+    def column_key(self, meta, children):
+        return ("column_key", _span(meta))
 
     def metadata_spec(self, children):
         key = next((str(c)[1:-1].replace("''", "'") for c in children if getattr(c, "type", "") == "STRING"), None)
@@ -232,8 +240,9 @@ class _Build(Transformer):
         expr = parse_expression(str(tok).strip(), tok.start_pos, self.source)
         return st.WatermarkDef(names[0], expr, _span(meta))
 
-    def primary_key(self, children):
-        return ("primary_key", tuple(c for c in children if isinstance(c, st.Name)))
+    @v_args(meta=True)
+    def primary_key(self, meta, children):
+        return ("primary_key", tuple(c for c in children if isinstance(c, st.Name)), _span(meta))
 
     def kind_stream(self, children):
         return ("kind", "stream")
@@ -249,12 +258,10 @@ class _Build(Transformer):
         columns = tuple(c for c in children if isinstance(c, st.ColumnDef))
         computed = tuple(c for c in children if isinstance(c, st.ComputedColumn))
         watermarks = [c for c in children if isinstance(c, st.WatermarkDef)]
-        pks = [c[1] for c in children if isinstance(c, tuple) and c[0] == "primary_key"]
+        pks = self._primary_keys(children, columns)
         options = next((c for c in children if isinstance(c, dict)), {})
         if len(watermarks) > 1:
             raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
-        if len(pks) > 1:
-            raise SqlSyntaxError(Diagnostic("a source can declare only one PRIMARY KEY", _span(meta), self.source))
         ctas = next((c for c in children if isinstance(c, lark.Tree) and c.data == "ctas_query"), None)
         if ctas is not None:
             return self._ctas_with_key(meta, children, kind, name, options, pks, columns + computed + tuple(watermarks))
@@ -263,6 +270,19 @@ class _Build(Transformer):
             watermark=watermarks[0] if watermarks else None, primary_key=pks[0] if pks else (),
             options=options, or_replace="or_replace" in flags, if_not_exists="if_not_exists" in flags,
         )
+
+    def _primary_keys(self, children, columns: tuple[st.ColumnDef, ...]) -> list[tuple[st.Name, ...]]:
+        """The statement's PRIMARY KEY (at most one): ``PRIMARY KEY (a, b)`` or one column declared ``PRIMARY KEY``."""
+        declared = [(c[1], c[2]) for c in children if isinstance(c, tuple) and c[0] == "primary_key"]
+        declared += [((c.name,), c.key_span) for c in columns if c.key_span is not None]
+        declared.sort(key=lambda d: d[1].start)
+        if len(declared) > 1:
+            column_form = sum(1 for c in columns if c.key_span is not None)
+            help_ = ("a key of several columns is declared once, after the columns: PRIMARY KEY (a, b) NOT ENFORCED"
+                     if column_form > 1 else "declare the key once, on its column or as PRIMARY KEY (...)")
+            raise SqlSyntaxError(Diagnostic("a source can declare only one PRIMARY KEY", declared[1][1], self.source,
+                                            help=help_))
+        return [key for key, _ in declared]
 
     def or_replace(self, children):
         return lark.Tree("or_replace", [])

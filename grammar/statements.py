@@ -54,6 +54,7 @@ class ColumnDef:
     type_span: Span | None = None
     metadata: str | None = None  # METADATA [FROM 'key']: the connector's metadata key it is filled from
     virtual: bool = False  # VIRTUAL: read only, never written by a sink
+    key_span: Span | None = None  # set: the column is declared PRIMARY KEY (the column form of the constraint)
 
 
 @dataclass(frozen=True)
