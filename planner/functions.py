@@ -76,6 +76,11 @@ def check_function(node: exp.Func, source: str | None) -> None:
         raise SqlError(Diagnostic(node.this.name, node_span(node), source))
     if isinstance(node, exp.Anonymous):
         name = node.name.upper()
+        if name == "PROCTIME":
+            raise SqlError(Diagnostic("PROCTIME() is not supported here", node_span(node), source,
+                                      help="use it in the SELECT list, in OVER (ORDER BY PROCTIME()), in ORDER BY "
+                                           "or in FOR SYSTEM_TIME AS OF; elsewhere declare it in the source "
+                                           "(pt AS PROCTIME()) and use that column"))
         if name in NOT_YET:
             raise SqlError(Diagnostic(f"aggregate {name} is not supported yet", node_span(node), source,
                                       help=NOT_YET_HELP))

@@ -47,6 +47,7 @@ from .grouping_sets import bind_grouping_sets, has_grouping_sets
 from .join import bind_joins
 from .match_recognize import bind_match_recognize
 from .over import bind_over, finish_ranks, has_over, merge_rank_filter
+from .proctime import bind_proctime_calls
 from .sort import bind_order_limit
 from .subquery import (
     bind_scalar_subqueries,
@@ -147,6 +148,7 @@ def _bind_select(select: exp.Select, ctx: BindContext) -> L.Node:
 
     group = select.args.get("group")
     items = _expand_stars(select.expressions, scope, ctx)
+    node, scope, items, select = bind_proctime_calls(node, scope, items, select, ctx)
     having = select.args.get("having")
     node, scope, items = _bind_subqueries_and_over(node, scope, items, select, ctx)
     aggregated = group is not None or having is not None or any(has_aggregate(i) for i in items)

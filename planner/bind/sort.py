@@ -2,6 +2,8 @@
 
 ``ORDER BY`` must start with an event-time attribute of the result,
 ascending; more columns may follow (``logical/sort.py``: TemporalSort).
+``ORDER BY PROCTIME()`` (or a processing-time column) ascending is the
+order rows come in: nothing to sort.
 ``LIMIT n`` keeps the first ``n`` rows (Limit). Both need an append-only
 result: an updating one has Top-N (``ROW_NUMBER() OVER (…)``).
 """
@@ -13,6 +15,7 @@ from sqlglot import exp
 from ..logical import nodes as L
 from ..logical.sort import Limit, TemporalSort
 from .context import BindContext
+from .proctime import is_proctime_call
 
 _TOP_N = "for Top-N use ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) in a subquery, WHERE rn <= N"
 
@@ -26,7 +29,7 @@ def bind_order_limit(node: L.Node, select: exp.Select, ctx: BindContext) -> L.No
     if (order is not None or limit is not None) and node.changelog != L.APPEND:
         raise ctx.error(f"{'ORDER BY' if order is not None else 'LIMIT'} needs an append-only result, but this "
                         "query's result is updating (rows are retracted and replaced)", order or limit, help=_TOP_N)
-    if order is not None:
+    if order is not None and not _in_processing_time_order(node, order, ctx):
         node = TemporalSort(node, _sort_keys(node, order, ctx))
     if limit is not None:
         node = Limit(node, _count(limit, ctx))
@@ -48,6 +51,27 @@ def _sort_keys(node: L.Node, order: exp.Order, ctx: BindContext) -> tuple[tuple[
                         f"('{first}' {'is descending' if descending else 'is not one'})", order.expressions[0],
                         help="ORDER BY the time column (WATERMARK FOR ...) ASC, then other columns; " + _TOP_N)
     return tuple(keys)
+
+
+def _in_processing_time_order(node: L.Node, order: exp.Order, ctx: BindContext) -> bool:
+    """``ORDER BY PROCTIME()`` (or a processing-time attribute of the result), ascending: rows already come in
+    that order, as they arrive, so there is nothing to sort (Flink sorts only rows of the same millisecond)."""
+    first = order.expressions[0]
+    key = first.this
+    names = {n.lower(): n for n in node.schema.names}
+    on_proctime = is_proctime_call(key) or isinstance(key, exp.Column) and key.name.lower() in names \
+        and node.schema.find(names[key.name.lower()]).proctime
+    if not on_proctime:
+        return False
+    if first.args.get("desc"):
+        raise ctx.error("ORDER BY processing time can only be ascending: rows come in the order they arrive", first,
+                        help="for the latest rows per key use ROW_NUMBER() OVER (PARTITION BY k ORDER BY PROCTIME() "
+                             "DESC) in a subquery, WHERE rn = 1")
+    if len(order.expressions) > 1:
+        raise ctx.error("ORDER BY processing time, then other columns, is not supported: rows come in the order "
+                        "they arrive", order.expressions[1],
+                        help="ORDER BY PROCTIME() alone, or ORDER BY an event-time attribute, then other columns")
+    return True
 
 
 def _count(limit: exp.Limit, ctx: BindContext) -> int:
