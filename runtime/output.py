@@ -60,6 +60,11 @@ class SinkOutput:
             complete(meta.get("position"))
 
 
+def _result_schema(schema: pa.Schema) -> pa.Schema:
+    """The columns of a result: a change's kind (``__op``) is not one of them."""
+    return schema.remove(schema.get_field_index(OP)) if OP in schema.names else schema
+
+
 class CollectOutput:
     """Keeps a query's changes for a program to read.
 
@@ -73,7 +78,7 @@ class CollectOutput:
         self.updating = updating
         self.keep_changes = keep_changes
         self._pending: list[pa.Table] = []
-        self._applied: pa.Table = schema.empty_table()
+        self._applied: pa.Table = _result_schema(schema).empty_table()
         self._unapplied: list[pa.Table] = []
         self.keep_result = True  # False: only changes are kept (a reader that polls them needs no result)
         self._lock = threading.Lock()
@@ -123,7 +128,7 @@ class CollectOutput:
         """From now on keep only the changes (``drain``); ``snapshot`` is refused."""
         with self._lock:
             self.keep_result = False
-            self._unapplied, self._applied = [], self.schema.empty_table()
+            self._unapplied, self._applied = [], _result_schema(self.schema).empty_table()
 
     def _apply(self) -> None:
         deltas, self._unapplied = self._unapplied, []

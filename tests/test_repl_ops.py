@@ -187,3 +187,13 @@ def test_shell_options_c_f_i_x_and_engine(tmp_path):
         assert term.close() == 0
     finally:
         term.child.terminate(force=True)
+
+
+def test_the_result_of_an_updating_query_has_only_its_columns_before_any_row():
+    engine = dsms.Engine()
+    engine.execute("CREATE STREAM s (k VARCHAR, v INT) WITH (connector = 'memory')")
+    query = engine.query("SELECT k, COUNT(*) AS n FROM s GROUP BY k")
+    assert query.snapshot().column_names == ["k", "n"]  # what the shell's live table shows: no __op
+    engine.insert("s", [("a", 1)])
+    engine.run_until_idle()
+    assert query.snapshot().to_pylist() == [{"k": "a", "n": 1}]

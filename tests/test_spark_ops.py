@@ -2,6 +2,7 @@
 a running Spark statement stops when its query is dropped (Ctrl-C in the shell)."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,3 +59,38 @@ def test_dropping_a_running_spark_query_cancels_its_jobs(tmp_path):
     engine.execute(f"DROP QUERY {query.name}")
     assert not thread.is_alive()  # its jobs were cancelled: the statement ended
     assert not session.sparkContext.statusTracker().getActiveJobsIds()
+
+
+def test_ctrl_c_stops_a_spark_statement_in_the_shell_and_the_next_one_runs(tmp_path):
+    from repl_helpers import Terminal
+
+    write_rows(tmp_path / "a.csv", 40_000)
+    logs = tmp_path / "logs"
+    term = Terminal(["--engine", "spark"], home=tmp_path, cwd=str(tmp_path), rows=40, cols=120,
+                    env={"DSMS_LOG_DIR": str(logs)})
+    try:
+        term.wait_for("dsms>")
+        term.send("CREATE STREAM a (k INT, v BIGINT) WITH (connector = 'file', path = 'a.csv', format = 'csv');\r")
+        term.wait_for("Created stream a")
+        # 40 000 rows in three keys: 533 M joined pairs, far longer than the test waits.
+        term.send("SELECT COUNT(*) AS n, SUM(x.v * y.v) AS s FROM a x JOIN a y ON x.k = y.k;\r")
+        term.wait_for("query_1: 0 rows", timeout=120)
+        term.pump(5)  # Spark is at work on it by now
+        term.send("\x03")  # Ctrl-C: the statement's Spark jobs are cancelled, the live result ends
+        term.wait_for("query_1 stopped", timeout=60)
+        term.send("SHOW QUERIES;\r")
+        term.wait_for("(0 rows)", timeout=60)
+        term.send("SELECT k, COUNT(*) AS n FROM a WHERE v < 7 GROUP BY k;\r")  # the next one runs
+        term.wait_for("(3 rows)", timeout=180)
+        text = term.text()
+        # v < 7: k = 0 has v 0, 3, 6; k = 1 has 1, 4; k = 2 has 2, 5 (hand-computed)
+        after = text.split("GROUP BY k;")[-1]
+        assert sorted(re.findall(r"^\s*(\d)\s*\|\s*(\d+)\s*$", after, re.M)) == [("0", "3"), ("1", "2"), ("2", "2")], text
+        assert "__op" not in text  # the live result of the updating query showed only its columns
+        term.send("\\q\r")
+        assert term.close() == 0
+    finally:
+        term.child.terminate(force=True)
+    for jvm in ("WARN", "ERROR", "log4j", "Exception", "SparkContext", "Stage "):
+        assert jvm not in text, text  # the JVM's output went to its log file
+    assert list(logs.glob("spark-*.log"))
