@@ -164,3 +164,28 @@ def test_python_functions_only_when_the_server_allows_them(tmp_path):
         assert server.psql("-At", "-c", "SELECT tax(CAST(12.5 AS DOUBLE)) AS t").stdout.strip() == "2.5"
         out = server.psql("-c", "SELECT nope(1) AS x", check=False)
         assert "ERROR:  unknown function 'nope'" in out.stderr and "LINE 1: SELECT nope(1) AS x" in out.stderr
+
+
+def test_df_lists_the_built_in_and_the_python_functions(tmp_path):
+    (tmp_path / "shop.py").write_text("def tax(price) -> float:\n    return round(price * 0.2, 2)\n")
+    with DsmsServer(str(tmp_path), "--allow-python-functions") as server:
+        server.psql("-c", "CREATE FUNCTION tax AS 'shop.tax' LANGUAGE PYTHON")
+        listing = server.psql("-c", "\\df").stdout
+        lines = listing.splitlines()
+        assert lines[0].strip() == "List of functions"
+        assert [c.strip() for c in lines[1].split("|")] == ["Schema", "Name", "Result data type",
+                                                            "Argument data types", "Type"]
+        rows = {tuple(c.strip() for c in line.split("|")) for line in lines[3:] if "|" in line}
+        assert ("public", "tax", "DOUBLE", "", "func") in rows  # the Python function, with its result type
+        assert ("dsms", "upper", "", "", "func") in rows and ("dsms", "count", "", "", "agg") in rows
+        assert ("dsms", "tumble", "", "", "func") not in rows  # a table-valued window is not a function
+        # one row per function dsms has: SHOW FUNCTIONS' scalar and Python ones, and the aggregates
+        shown = server.psql("-At", "-c", "SHOW FUNCTIONS").stdout.splitlines()
+        aggregates = {r for r in rows if r[4] == "agg"}
+        assert len(rows) == len(shown) + len(aggregates) and f"({len(rows)} rows)" in listing
+        # a pattern, and \df+ with the language and the Python it runs
+        one = server.psql("-At", "-c", "\\df+ tax").stdout.strip().split("|")
+        assert one[:5] == ["public", "tax", "DOUBLE", "", "func"] and "python" in one and "shop.tax" in one
+        assert server.psql("-At", "-c", "\\df upper").stdout.strip() == "dsms|upper|||func"
+        server.psql("-c", "DROP FUNCTION tax")
+        assert "tax" not in server.psql("-At", "-c", "\\df t*").stdout.split("|")

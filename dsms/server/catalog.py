@@ -10,6 +10,7 @@ information_schema comes from DuckDB itself, over one empty DuckDB
 table per dsms object in schema ``public``. PostgreSQL-only syntax
 (``OPERATOR(pg_catalog.~)``, ``::regclass``, ``COLLATE pg_catalog.default``)
 is rewritten to DuckDB's first; functions psql calls are macros.
+``pg_proc`` (psql's ``\\df``) is in ``catalog_functions.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pyarrow as pa
 from .. import __version__
 from ..errors import DsmsError
 from ..grammar.dialect import Dsms
+from .catalog_functions import TABLES as FUNCTION_TABLES
+from .catalog_functions import fill_functions, functions_fingerprint
+from .catalog_functions import fill_static as fill_function_namespace
 from .errors import INSUFFICIENT_PRIVILEGE, WireError
 from .pgtypes import TYPE_NAMES, TYPE_SIZES, type_oid
 
@@ -80,8 +84,6 @@ CREATE TABLE pg_publication_rel (oid BIGINT, prpubid BIGINT, prrelid BIGINT, prq
 CREATE TABLE pg_publication_namespace (oid BIGINT, pnpubid BIGINT, pnnspid BIGINT);
 CREATE TABLE pg_partitioned_table (partrelid BIGINT, partstrat VARCHAR);
 CREATE TABLE pg_tablespace (oid BIGINT, spcname VARCHAR);
-CREATE TABLE pg_proc (oid BIGINT, proname VARCHAR, pronamespace BIGINT, prokind VARCHAR, prorettype BIGINT,
-  proargtypes VARCHAR, proretset BOOLEAN);
 CREATE TABLE pg_extension (oid BIGINT, extname VARCHAR, extversion VARCHAR, extnamespace BIGINT);
 CREATE TABLE pg_enum (oid BIGINT, enumtypid BIGINT, enumsortorder DOUBLE, enumlabel VARCHAR);
 CREATE TABLE pg_range (rngtypid BIGINT, rngsubtype BIGINT);
@@ -195,7 +197,7 @@ class PgCatalog:
         self.duck = duckdb.connect()
         self.duck.execute("CREATE TABLE _type_names (oid BIGINT, typname_sql VARCHAR)")
         self.duck.execute("CREATE TABLE _definitions (oid BIGINT, definition VARCHAR)")
-        for statement in _TABLES.split(";\n"):
+        for statement in (_TABLES + ";\n" + FUNCTION_TABLES).split(";\n"):
             if statement.strip():
                 self.duck.execute(statement)
         self.duck.execute("CREATE SCHEMA public")
@@ -223,10 +225,12 @@ class PgCatalog:
                       "typnotnull, typcollation, typndims) VALUES (?, ?, ?, ?, ?, true, 'b', 'U', true, ',', 0, 0, 0,"
                       " 0, -1, false, 0, 0)", [(oid, short[oid], ns, owner, size) for oid, _, ns, owner, size in rows])
         d.executemany("INSERT INTO _type_names VALUES (?, ?)", list(TYPE_NAMES.items()))
+        fill_function_namespace(d)
 
     def refresh(self, catalog, database: str) -> None:
         objects = [o for o in catalog.objects.values() if getattr(o, "object_kind", None) in _RELKIND]
-        fingerprint = (database, tuple((o.object_kind, o.name, tuple(f.name for f in o.schema)) for o in objects))
+        fingerprint = (database, tuple((o.object_kind, o.name, tuple(f.name for f in o.schema)) for o in objects),
+                       functions_fingerprint(catalog))
         if fingerprint == self._fingerprint:
             return
         d = self.duck
@@ -272,6 +276,7 @@ class PgCatalog:
                   "JOIN _definitions x ON x.oid = c.oid WHERE c.relkind = 'v'")
         d.execute("INSERT INTO pg_matviews SELECT 'public', c.relname, 'dsms', x.definition FROM pg_class c "
                   "JOIN _definitions x ON x.oid = c.oid WHERE c.relkind = 'm'")
+        fill_functions(d, catalog)
         self._fingerprint = fingerprint
 
     def refresh_roles(self, roles: tuple[str, ...]) -> None:
