@@ -197,3 +197,16 @@ def test_the_result_of_an_updating_query_has_only_its_columns_before_any_row():
     engine.insert("s", [("a", 1)])
     engine.run_until_idle()
     assert query.snapshot().to_pylist() == [{"k": "a", "n": 1}]
+
+
+def test_arrays_print_as_lists_in_the_shell(tmp_path):
+    import subprocess
+
+    from repl_helpers import DSMS
+
+    out = subprocess.run([DSMS, "-c", "SELECT ARRAY[1, 2] AS a, ARRAY['x', 'y z'] AS b, ARRAY[CAST(NULL AS INT), 3] "
+                          "AS c;"], capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(os.environ, HOME=str(tmp_path)), timeout=60)
+    assert out.returncode == 0, out.stderr
+    row = [c.strip() for c in out.stdout.splitlines()[2].split("|")]
+    assert row == ["[1, 2]", "[x, y z]", "[NULL, 3]"]  # as Flink's SQL client prints them

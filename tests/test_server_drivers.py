@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import decimal
+import json
 
 import asyncpg
 import duckdb
@@ -110,3 +111,39 @@ def test_asyncpg_prepared_statements_with_typed_parameters(server):
     assert a == [(5, 2)] and b == (4, 1)
     assert typed == [(decimal.Decimal("2.20"), 1 / 3, False, dt.datetime(2024, 1, 1, 0, 0, 1)),
                      (decimal.Decimal("3.30"), 2.5, True, dt.datetime(2024, 1, 1, 0, 0, 2))]
+
+
+ARRAYS = ("SELECT ARRAY[1, 2] AS a, ARRAY['x', 'y z', 'q\"u', '', 'NULL'] AS b, ARRAY[CAST(NULL AS INT), 3] AS c, "
+          "ARRAY[CAST(0.5 AS DOUBLE)] AS f, ARRAY[ARRAY[1], ARRAY[2, 3]] AS nested, CAST(NULL AS INT ARRAY) AS n")
+# What PostgreSQL gives for the same values (hand-written): arrays of scalars as arrays, nested ones as JSON.
+ARRAYS_EXPECTED = ([1, 2], ["x", "y z", 'q"u', "", "NULL"], [None, 3], [0.5], [[1], [2, 3]], None)
+
+
+def test_arrays_go_out_as_postgresql_arrays(server):
+    with psycopg.connect(server.url(), autocommit=True) as c:
+        c.execute("INSERT INTO trades VALUES ('a', 1, 1, 1, TRUE, TIMESTAMP '2024-01-01 00:00:00'), "
+                  "('a', 2, 1, 1, TRUE, TIMESTAMP '2024-01-01 00:00:01'), "
+                  "('b', 5, 1, 1, TRUE, TIMESTAMP '2024-01-01 00:00:02')")
+        c.execute("CREATE MATERIALIZED VIEW qtys AS SELECT sym, ARRAY_AGG(qty) AS qtys FROM trades GROUP BY sym")
+        c.execute("FLUSH")
+        for binary in (False, True):
+            with c.cursor(binary=binary) as cur:
+                assert cur.execute(ARRAYS).fetchone() == ARRAYS_EXPECTED
+                assert [d.type_code for d in cur.description][:4] == [1007, 1009, 1007, 1022]  # int4[], text[], ...
+                got = cur.execute("SELECT sym, qtys FROM qtys").fetchall()
+                assert sorted((s, sorted(q)) for s, q in got) == [("a", [1, 2]), ("b", [5])]
+
+    async def with_asyncpg():
+        conn = await asyncpg.connect(server.url())
+        try:
+            return tuple((await conn.fetchrow(ARRAYS)).values())
+        finally:
+            await conn.close()
+
+    # asyncpg describes the statement before it binds it, and would then ask the catalog how to decode an array
+    # type: it is told JSON, and gets each array as JSON text.
+    got = asyncio.run(with_asyncpg())
+    assert [json.loads(v) if v is not None else None for v in got] == list(ARRAYS_EXPECTED)
+    out = server.psql("-At", "-F", " ; ", "-c", ARRAYS).stdout.strip()
+    assert out == '{1,2} ; {x,"y z","q\\"u","","NULL"} ; {NULL,3} ; {0.5} ; [[1], [2, 3]] ;'
+    assert " qtys   | bigint[] |" in server.psql("-c", "\\d qtys").stdout

@@ -27,7 +27,8 @@ from .catalog_functions import TABLES as FUNCTION_TABLES
 from .catalog_functions import fill_functions, functions_fingerprint
 from .catalog_functions import fill_static as fill_function_namespace
 from .errors import INSUFFICIENT_PRIVILEGE, WireError
-from .pgtypes import TYPE_NAMES, TYPE_SIZES, type_oid
+from .pgarrays import array_type_rows, column_oid
+from .pgtypes import TYPE_NAMES, TYPE_SIZES
 
 FIRST_OID = 16384
 NAMESPACE_PUBLIC, NAMESPACE_PG = 2200, 11
@@ -225,6 +226,12 @@ class PgCatalog:
                       "typnotnull, typcollation, typndims) VALUES (?, ?, ?, ?, ?, true, 'b', 'U', true, ',', 0, 0, 0,"
                       " 0, -1, false, 0, 0)", [(oid, short[oid], ns, owner, size) for oid, _, ns, owner, size in rows])
         d.executemany("INSERT INTO _type_names VALUES (?, ?)", list(TYPE_NAMES.items()))
+        arrays = array_type_rows()
+        d.executemany("INSERT INTO pg_type (oid, typname, typnamespace, typowner, typlen, typbyval, typtype, "
+                      "typcategory, typisdefined, typdelim, typrelid, typelem, typarray, typbasetype, typtypmod, "
+                      "typnotnull, typcollation, typndims) VALUES (?, ?, 11, 10, -1, false, 'b', 'A', true, ',', 0, "
+                      "?, 0, 0, -1, false, 0, 0)", [(oid, name, element) for oid, name, element, _ in arrays])
+        d.executemany("INSERT INTO _type_names VALUES (?, ?)", [(oid, full) for oid, _, _, full in arrays])
         fill_function_namespace(d)
 
     def refresh(self, catalog, database: str) -> None:
@@ -254,7 +261,7 @@ class PgCatalog:
                 definitions.append((oid, query.sql(dialect=Dsms)))  # dsms SQL: TUMBLE(…) and the like are its own
             columns = []
             for n, f in enumerate(fields, 1):
-                t = type_oid(f.type)
+                t = column_oid(f.type)
                 attributes.append((oid, f.name, t, -1, n, False, False, False, 0, "", "", TYPE_SIZES.get(t, -1)))
                 columns.append(f'"{f.name}" {_DUCK_TYPES.get(t, "VARCHAR")}')
             d.execute(f'CREATE TABLE public."{obj.name}" ({", ".join(columns) or "dummy INTEGER"})')

@@ -16,7 +16,8 @@ import pyarrow as pa
 from . import wire
 from .errors import INVALID_CURSOR, WireError
 from .param_types import infer_parameter_types
-from .pgtypes import decode_parameter, field_description, sql_literal
+from .pgarrays import field_description
+from .pgtypes import decode_parameter, sql_literal
 from .pulls import Bound
 from .sqltext import bind_parameters, parameter_count, split_statements, strip_comments
 from .statements import CLIENT_SHOW, DSMS_SHOW_WORDS, FETCH, Outcome, result_columns, unquote
@@ -26,6 +27,7 @@ from .statements import CLIENT_SHOW, DSMS_SHOW_WORDS, FETCH, Outcome, result_col
 class Prepared:
     text: str
     param_types: list[int]
+    described: bool = False  # the client asked for its columns (Describe S): ARRAY columns go out as JSON then
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Portal:
     outcome: Outcome | None = None
     sent: int = 0
     described: bool = False
+    arrays: bool = True  # ARRAY columns as PostgreSQL arrays (False: JSON, as a described statement said)
 
 
 class ExtendedQuery:
@@ -72,7 +75,7 @@ class ExtendedQuery:
             literals.append(sql_literal(decoded[-1], oid))
         text = bind_parameters(prepared.text, literals) if literals else prepared.text
         bound = Bound(prepared.text, tuple(decoded), tuple(oids)) if literals else None
-        self.portals[portal] = Portal(text, result_formats, bound)
+        self.portals[portal] = Portal(text, result_formats, bound, arrays=not prepared.described)
         self.session.send(wire.bind_complete())
 
     def close(self, r: wire.Reader) -> None:
@@ -92,11 +95,13 @@ class ExtendedQuery:
         types = await self.session.host.call(
             lambda e: infer_parameter_types(e.catalog, prepared.text, prepared.param_types), reads_only=True)
         prepared.param_types = types  # Bind decodes binary values by the types the client was told
+        prepared.described = True  # and its results come in the types it is told here
         self.session.send(wire.parameter_description(types))
         schema = await self.result_schema(bind_parameters(prepared.text, ["NULL"] * count) if count
                                           else prepared.text)
         self.session.send(wire.no_data() if schema is None else
-                          wire.row_description([field_description(f.name, f.type, False) for f in schema]))
+                          wire.row_description([field_description(f.name, f.type, False, arrays=False)
+                                                for f in schema]))
 
     async def describe_portal(self, name: str) -> None:
         portal = self._portal(name)
@@ -104,7 +109,7 @@ class ExtendedQuery:
         schema = result_columns(portal.outcome)
         portal.described = True
         self.session.send(wire.no_data() if schema is None else
-                          self.session.results.row_description(schema, portal.formats))
+                          self.session.results.row_description(schema, portal.formats, portal.arrays))
 
     async def execute(self, r: wire.Reader) -> None:
         portal = self._portal(r.cstring())

@@ -65,11 +65,6 @@ def type_oid(t: pa.DataType) -> int:
     return TEXT
 
 
-def field_description(name: str, t: pa.DataType, binary: bool) -> tuple[str, int, int, int]:
-    oid = type_oid(t)
-    return name, oid, TYPE_SIZES.get(oid, -1), 1 if binary else 0
-
-
 def _interval_text(us: int) -> str:
     sign = "-" if us < 0 else ""
     days, rest = divmod(abs(us), 86_400_000_000)

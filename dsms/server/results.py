@@ -18,7 +18,7 @@ from . import wire
 from .encode import encode_copy_lines, encode_rows, is_binary
 from .errors import INSUFFICIENT_RESOURCES, QUERY_CANCELED, WireError
 from .feeds import Feed, Overrun
-from .pgtypes import field_description
+from .pgarrays import field_description
 from .statements import Outcome
 
 
@@ -37,13 +37,14 @@ class Results:
         """TIMESTAMP_LTZ values shown in this connection's session zone ('table.local-time-zone')."""
         return in_zone(table, session_zone(self.session.settings))
 
-    def row_description(self, schema: pa.Schema, formats: list[int]) -> bytes:
-        return wire.row_description([field_description(f.name, f.type, is_binary(formats, i))
+    def row_description(self, schema: pa.Schema, formats: list[int], arrays: bool = True) -> bytes:
+        return wire.row_description([field_description(f.name, f.type, is_binary(formats, i), arrays)
                                      for i, f in enumerate(schema)])
 
     async def send_outcome(self, outcome: Outcome, formats: list[int], describe: bool, max_rows: int,
                            portal=None) -> None:
         send = self.session.send
+        arrays = portal.arrays if portal is not None else True
         for notice in outcome.notices:
             if notice != "copy":
                 send(wire.notice_response(notice))
@@ -53,8 +54,8 @@ class Results:
                 await self._stream(outcome.feed, lambda t: encode_copy_lines(self._local(t)))  # printed as they arrive
             else:
                 if describe:
-                    send(self.row_description(outcome.feed.schema, formats))
-                await self._stream(outcome.feed, lambda t: encode_rows(self._local(t), formats))
+                    send(self.row_description(outcome.feed.schema, formats, arrays))
+                await self._stream(outcome.feed, lambda t: encode_rows(self._local(t), formats, arrays))
             return
         if outcome.tag == "EMPTY":
             send(wire.empty_query())
@@ -62,10 +63,10 @@ class Results:
         table = outcome.table
         if table is not None:
             if describe:
-                send(self.row_description(table.schema, formats))
+                send(self.row_description(table.schema, formats, arrays))
             start = portal.sent if portal is not None else 0
             end = table.num_rows if max_rows <= 0 else min(table.num_rows, start + max_rows)
-            send(encode_rows(self._local(table.slice(start, end - start)), formats))
+            send(encode_rows(self._local(table.slice(start, end - start)), formats, arrays))
             if portal is not None:
                 portal.sent = end
                 if end < table.num_rows:
