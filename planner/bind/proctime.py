@@ -57,9 +57,10 @@ def bind_proctime_calls(node: L.Node, scope: Scope, items: list[exp.Expression],
         return node, scope, items, select
     added = _with_proctime(node, ctx)
     if added is None:
-        raise ctx.error("PROCTIME() here needs the processing time of one source, but this SELECT reads a join or "
-                        "an aggregate", calls[0], help="declare the column in the source (pt AS PROCTIME()) and use "
-                        "it, or call PROCTIME() in a subquery over the source")
+        raise ctx.error("PROCTIME() here needs the processing time of one source, but this SELECT does not read "
+                        "a single stream or table (it reads a join, an aggregate or no table)", calls[0],
+                        help="declare the column in the source (pt AS PROCTIME()) and use it, or call PROCTIME() in "
+                             "a subquery over the source")
     node, name = added
     if not any(c.field.name == name and c.qualifier == HIDDEN for c in scope.columns):
         scope = Scope(scope.columns + (ScopeColumn(HIDDEN, name, node.schema.find(name)),))
