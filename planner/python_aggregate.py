@@ -126,6 +126,12 @@ class PythonAggregateCall(exp.Expression, exp.AggFunc):
 
     arg_types = {"this": True}
 
+    def __hash__(self) -> int:  # two functions called on the same argument are two aggregates
+        return hash((super().__hash__(), self.meta.get("dsms_aggregate_kind")))
+
+    def __eq__(self, other) -> bool:
+        return self is other or (type(self) is type(other) and hash(self) == hash(other))
+
     def sql_name(self) -> str:
         kind = self.meta.get("dsms_aggregate_kind")
         return kind.name if kind is not None else "PYTHON_AGGREGATE"

@@ -12,9 +12,9 @@ with the rest and does not grow with the values. A blob is one of::
     (ROWS, [args...])   one batch's rows of a group, not yet accumulated
 
 A window's batch gives ROWS blobs per (pane, key) (DuckDB groups the batch,
-:meth:`Accumulators.rows`); the pane folds them into its accumulator at the
-next batch (:meth:`Accumulators.combine`: ``accumulate`` per row), so a
-TUMBLE window never needs ``merge``; a window made of several panes merges
+:meth:`Accumulators.rows`); the pane folds them into its accumulator
+(:meth:`Accumulators.combine`: ``accumulate`` per row), so a TUMBLE window
+never needs ``merge``; a window made of several panes merges
 their accumulators into a fresh one when it fires. A group aggregate
 updates its keys' accumulators in place (:meth:`Accumulators.step`:
 ``accumulate`` for ``+I``/``+U`` rows, ``retract`` for ``-U``/``-D``).
@@ -119,7 +119,7 @@ class Accumulators:
 
     def combine(self, blobs: list[bytes]) -> bytes:
         """One accumulator of ``blobs`` (in arrival order): their accumulators merged, their rows accumulated."""
-        if len(blobs) == 1:
+        if len(blobs) == 1 and _load(blobs[0])[0] == ACC:
             return blobs[0]
         accs, rows = [], []
         for blob in blobs:
