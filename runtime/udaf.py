@@ -57,6 +57,13 @@ def _args(value: Any, spread: int) -> tuple:
     return tuple(value.values()) if spread > 1 else (value,)
 
 
+def _all_args(values: list | None, spread: int) -> list[tuple]:
+    """The arguments of the calls for the non-NULL ``values``."""
+    if spread > 1:
+        return [tuple(v.values()) for v in values or () if v is not None]
+    return [(v,) for v in values or () if v is not None]
+
+
 def _load(blob: bytes) -> tuple[int, Any]:
     return pickle.loads(blob)
 
@@ -90,6 +97,17 @@ class Accumulators:
             raise self._failed(method, f"the row {self.name}({', '.join(_short(repr(a)) for a in args)})", e) \
                 from None
 
+    def _add_all(self, acc: Any, rows: list[tuple]) -> None:
+        """``accumulate`` each row's arguments into ``acc`` (the hot loop: the method is looked up once)."""
+        add = self.func.accumulate
+        args: tuple = ()
+        try:
+            for args in rows:
+                add(acc, *args)
+        except Exception as e:  # user code: the error names the row it failed on
+            raise self._failed("accumulate", f"the row {self.name}({', '.join(_short(repr(a)) for a in args)})", e) \
+                from None
+
     def _open(self, blob: bytes | None) -> Any:
         """The accumulator of a blob (a ROWS blob accumulated into a fresh one)."""
         if blob is None:
@@ -98,8 +116,7 @@ class Accumulators:
         if tag == ACC:
             return payload
         acc = self.fresh()
-        for args in payload:
-            self._add(acc, args)
+        self._add_all(acc, payload)
         return acc
 
     def _merged(self, accs: list) -> Any:
@@ -114,8 +131,7 @@ class Accumulators:
 
     def rows(self, values: list | None, spread: int) -> bytes:
         """A ROWS blob of one group's non-NULL argument values (a ROW of them for ``spread`` > 1 arguments)."""
-        return pickle.dumps((ROWS, [_args(v, spread) for v in values or () if v is not None]),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((ROWS, _all_args(values, spread)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def combine(self, blobs: list[bytes]) -> bytes:
         """One accumulator of ``blobs`` (in arrival order): their accumulators merged, their rows accumulated."""
@@ -129,8 +145,7 @@ class Accumulators:
             else:
                 rows.extend(payload)
         acc = self._merged(accs) if len(accs) > 1 else accs[0] if accs else self.fresh()
-        for args in rows:
-            self._add(acc, args)
+        self._add_all(acc, rows)
         return _dump(acc)
 
     def step(self, blob: bytes | None, changes: list | None, spread: int) -> bytes:
@@ -151,10 +166,11 @@ class Accumulators:
     def finish(self, values: list | None, counts: list | None, spread: int) -> Any:
         """The result over one group's values, each ``counts`` times (the batch routes: no state)."""
         acc = self.fresh()
-        for i, v in enumerate(values or ()):
-            if v is not None:
-                for _ in range(int(counts[i]) if counts else 1):
-                    self._add(acc, _args(v, spread))
+        if counts is None:
+            self._add_all(acc, _all_args(values, spread))
+        else:  # a multiset: each value its count times
+            present = [(v, c) for v, c in zip(values or (), counts) if v is not None]
+            self._add_all(acc, [_args(v, spread) for v, c in present for _ in range(int(c))])
         try:
             return self.func.get_value(acc)
         except Exception as e:

@@ -41,7 +41,10 @@ JSON_VALUE_CAST = ("Flink 2.3 fails the job on JSON_VALUE(j, '$.k' RETURNING INT
 MULTISET_AS_MAP = ("COLLECT gives a MULTISET<T> in Flink; dsms keeps a MULTISET as the MAP<T, INT> of each value's "
                    "count (docs/types.md), the same pairs")
 PYTHON_FUNCTIONS = ["CREATE TEMPORARY SYSTEM FUNCTION py_label AS 'conformance_udfs.label' LANGUAGE PYTHON",
-                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON"]
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_url_parts AS 'conformance_udfs.url_parts' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_wsum AS 'conformance_udfs.weighted_sum' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_spread AS 'conformance_udfs.spread' LANGUAGE PYTHON"]
 
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
@@ -396,6 +399,17 @@ CASES = [
     {"name": "python_twin_builtin_tumble",
      "sql": f"""SELECT window_start, window_end, CONCAT(k, ':0') AS l, SUM(CAST(v AS BIGINT) * 3 - 1) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, CONCAT(k, ':0')"""},
+    # A Python table function (LATERAL TABLE) and Python aggregate functions (accumulate, retract, merge).
+    {"name": "python_table_function", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT id, part, n FROM ev, LATERAL TABLE(py_url_parts(url)) AS t(part, n) WHERE id % 3 = 0"},
+    {"name": "python_aggregate_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": f"""SELECT window_start, window_end, k, py_wsum(v, price) AS ws, py_spread(v) AS sp, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "python_aggregate_in_a_hop", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": f"""SELECT window_start, window_end, k, py_wsum(v, price) AS ws FROM {tvf('HOP', 'ev', S5, S15)}
+                {GROUP_W}, k"""},
+    {"name": "python_aggregate_over_updates", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT label, py_wsum(rate, CAST(1.5 AS DOUBLE)) AS ws, COUNT(*) AS n FROM rates GROUP BY label"},
     {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
      "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},
