@@ -524,3 +524,18 @@ def test_a_standing_query_goes_on_from_its_restored_accumulators_after_a_restart
         assert rows(engine.execute("SELECT * FROM g").table) == [("a", 47)]
     # Only the new values were accumulated (by each of the three queries): the old ones came back in accumulators.
     assert sorted(totals.CALLS) == [4, 4, 4, 8, 8, 8]
+
+
+def test_a_window_that_emits_changes_early_ends_with_the_rows_duckdb_computes():
+    data = events(300, seed=20)
+    engine = engine_with_median()
+    engine.execute(DDL)
+    q = engine.query(TUMBLE + " EMIT CHANGES")
+    collected = []
+    for i in range(0, data.num_rows, 7):
+        engine.insert("ev", data.slice(i, 7))
+        collected += list(q.changes())
+    engine.end_input("ev")
+    collected += list(q.changes())
+    assert {"-U", "+U"} <= ops(collected)
+    assert rows(final_table(collected)) == rows(duck(TUMBLE_ORACLE, ev=tumble_on_time(data, 5, 10)))
