@@ -9,7 +9,8 @@ state table, a binary column in a window's panes), so it is checkpointed
 with the rest and does not grow with the values. A blob is one of::
 
     (ACC, acc)          an accumulator
-    (ROWS, [args...])   one batch's rows of a group, not yet accumulated
+    (ROWS, (n, values)) one batch's values of a group, not yet accumulated
+                        (tuples of the n arguments of a call, if n > 1)
 
 A window's batch gives ROWS blobs per (pane, key) (DuckDB groups the batch,
 :meth:`Accumulators.rows`); the pane folds them into its accumulator
@@ -57,11 +58,11 @@ def _args(value: Any, spread: int) -> tuple:
     return tuple(value.values()) if spread > 1 else (value,)
 
 
-def _all_args(values: list | None, spread: int) -> list[tuple]:
-    """The arguments of the calls for the non-NULL ``values``."""
+def _present(values: list | None, spread: int) -> list:
+    """The non-NULL ``values``, each a tuple of arguments when a call passes ``spread`` > 1 of them in a ROW."""
     if spread > 1:
         return [tuple(v.values()) for v in values or () if v is not None]
-    return [(v,) for v in values or () if v is not None]
+    return [v for v in values or () if v is not None]
 
 
 def _load(blob: bytes) -> tuple[int, Any]:
@@ -97,14 +98,20 @@ class Accumulators:
             raise self._failed(method, f"the row {self.name}({', '.join(_short(repr(a)) for a in args)})", e) \
                 from None
 
-    def _add_all(self, acc: Any, rows: list[tuple]) -> None:
-        """``accumulate`` each row's arguments into ``acc`` (the hot loop: the method is looked up once)."""
+    def _add_all(self, acc: Any, values: list, spread: int) -> None:
+        """``accumulate`` each value into ``acc`` (a tuple of arguments when ``spread`` > 1). The hot loop: the
+        method is looked up once, and one argument is passed as it is."""
         add = self.func.accumulate
-        args: tuple = ()
+        v: Any = None
         try:
-            for args in rows:
-                add(acc, *args)
+            if spread == 1:
+                for v in values:
+                    add(acc, v)
+            else:
+                for v in values:
+                    add(acc, *v)
         except Exception as e:  # user code: the error names the row it failed on
+            args = v if spread > 1 else (v,)
             raise self._failed("accumulate", f"the row {self.name}({', '.join(_short(repr(a)) for a in args)})", e) \
                 from None
 
@@ -116,7 +123,7 @@ class Accumulators:
         if tag == ACC:
             return payload
         acc = self.fresh()
-        self._add_all(acc, payload)
+        self._add_all(acc, payload[1], payload[0])
         return acc
 
     def _merged(self, accs: list) -> Any:
@@ -131,21 +138,19 @@ class Accumulators:
 
     def rows(self, values: list | None, spread: int) -> bytes:
         """A ROWS blob of one group's non-NULL argument values (a ROW of them for ``spread`` > 1 arguments)."""
-        return pickle.dumps((ROWS, _all_args(values, spread)), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((ROWS, (spread, _present(values, spread))), protocol=pickle.HIGHEST_PROTOCOL)
 
     def combine(self, blobs: list[bytes]) -> bytes:
         """One accumulator of ``blobs`` (in arrival order): their accumulators merged, their rows accumulated."""
         if len(blobs) == 1 and _load(blobs[0])[0] == ACC:
             return blobs[0]
-        accs, rows = [], []
+        accs, pending = [], []
         for blob in blobs:
             tag, payload = _load(blob)
-            if tag == ACC:
-                accs.append(payload)
-            else:
-                rows.extend(payload)
+            (accs if tag == ACC else pending).append(payload)
         acc = self._merged(accs) if len(accs) > 1 else accs[0] if accs else self.fresh()
-        self._add_all(acc, rows)
+        for spread, values in pending:
+            self._add_all(acc, values, spread)
         return _dump(acc)
 
     def step(self, blob: bytes | None, changes: list | None, spread: int) -> bytes:
@@ -167,10 +172,10 @@ class Accumulators:
         """The result over one group's values, each ``counts`` times (the batch routes: no state)."""
         acc = self.fresh()
         if counts is None:
-            self._add_all(acc, _all_args(values, spread))
+            self._add_all(acc, _present(values, spread), spread)
         else:  # a multiset: each value its count times
-            present = [(v, c) for v, c in zip(values or (), counts) if v is not None]
-            self._add_all(acc, [_args(v, spread) for v, c in present for _ in range(int(c))])
+            kept = [(v, c) for v, c in zip(values or (), counts) if v is not None]
+            self._add_all(acc, _present([v for v, c in kept for _ in range(int(c))], spread), spread)
         try:
             return self.func.get_value(acc)
         except Exception as e:
