@@ -156,7 +156,11 @@ class Accumulators:
     def step(self, blob: bytes | None, changes: list | None, spread: int) -> bytes:
         """The accumulator ``blob`` (None: a new group) after ``changes``: ``{'s': +1 or -1, 'v': value}`` rows."""
         acc = self._open(blob)
-        for change in changes or ():
+        changes = changes or ()
+        if all(change["s"] > 0 for change in changes):  # an append-only input: accumulate only, in one loop
+            self._add_all(acc, _present([change["v"] for change in changes], spread), spread)
+            return _dump(acc)
+        for change in changes:
             if change["v"] is not None:
                 self._add(acc, _args(change["v"], spread), retract=change["s"] < 0)
         return _dump(acc)
