@@ -133,6 +133,9 @@ def _bind_keys(group_items, items, scope: Scope, ctx: BindContext) -> list[exp.E
     keys_bound: list[exp.Expression] = []
     for g in group_items:
         if isinstance(g, exp.Literal) and not g.is_string:
+            if not g.is_int:
+                raise ctx.error(f"GROUP BY {g.name}: a number in GROUP BY is a position in the SELECT list "
+                                "(1, 2, ...)", g)
             pos = int(g.name)
             if not 1 <= pos <= len(items):
                 raise ctx.error(f"GROUP BY position {pos} is out of range", g)
