@@ -26,7 +26,10 @@ def uses_event_time(node: L.Node) -> bool:
 
     A TUMBLE, HOP or CUMULATE table function only labels rows with their
     windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
-    what consumes the windows judges lateness.
+    what consumes the windows judges lateness. Keep-last deduplication (a
+    CQL row window's aggregates are its latest row per key) keeps the row
+    with the largest time per key whenever it arrives, as Flink's
+    ``RowTimeDeduplicateFunction``: nothing is late for it.
     """
     if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
         return True
@@ -34,8 +37,8 @@ def uses_event_time(node: L.Node) -> bool:
         return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
         return True
-    if isinstance(node, TopN):
-        return node.kind in ("window", "first", "last")
+    if isinstance(node, TopN):  # keep-last deduplication compares each row's time with the kept row's, never
+        return node.kind in ("window", "first")  # the watermark (Flink's RowTimeDeduplicateFunction)
     if isinstance(node, Join):
         return node.strategy in ("interval", "window", "temporal")
     return False
