@@ -86,8 +86,9 @@ def _stamp(seconds: float) -> str:
 
 def _run_phases(bootstrap: str, phases: list[tuple[int, list[float]]], batch_size: int | None, sql: str = TUMBLE):
     """Produce each phase (partition, event seconds) and let the engine read it before the next."""
-    from kafka_helpers import new_topic, produce
     from test_kafka import kafka_with, run_until
+
+    from kafka_helpers import new_topic, produce
 
     topic = new_topic(bootstrap, "late-parts", 2)
     engine = dsms.Engine()
@@ -96,7 +97,7 @@ def _run_phases(bootstrap: str, phases: list[tuple[int, list[float]]], batch_siz
         WITH ({kafka_with(bootstrap, topic, **options)})""")
     q = engine.query(sql)
     read = 0
-    for i, (partition, seconds) in enumerate(phases):
+    for partition, seconds in phases:
         produce(bootstrap, topic, [{"v": int(sec), "ts": _stamp(sec)} for sec in seconds],
                 partition_of=lambda _i, _r, p=partition: p)
         read += len(seconds)
