@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 
 import numpy as np
 import pytest
@@ -86,22 +87,25 @@ def _stamp(seconds: float) -> str:
 
 def _run_phases(bootstrap: str, phases: list[tuple[int, list[float]]], batch_size: int | None, sql: str = TUMBLE):
     """Produce each phase (partition, event seconds) and let the engine read it before the next."""
-    from test_kafka import kafka_with, run_until
-
     from kafka_helpers import new_topic, produce
 
     topic = new_topic(bootstrap, "late-parts", 2)
     engine = dsms.Engine()
-    options = {"batch.size": str(batch_size)} if batch_size else {}
+    size = f", 'batch.size' = '{batch_size}'" if batch_size else ""
     engine.execute(f"""CREATE STREAM ev (v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-        WITH ({kafka_with(bootstrap, topic, **options)})""")
+        WITH ('connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}',
+              'format' = 'json', 'scan.startup.mode' = 'earliest-offset'{size})""")
     q = engine.query(sql)
     read = 0
     for partition, seconds in phases:
         produce(bootstrap, topic, [{"v": int(sec), "ts": _stamp(sec)} for sec in seconds],
                 partition_of=lambda _i, _r, p=partition: p)
         read += len(seconds)
-        run_until(engine, lambda n=read: q.job.sources[0][1].rows_read == n)
+        deadline = time.monotonic() + 30
+        while q.job.sources[0][1].rows_read < read:
+            assert time.monotonic() < deadline, "the engine did not read the phase in time"
+            engine.run_until_idle()
+            time.sleep(0.02)
     engine.run_until_idle()
     got = [tuple((v - BASE).total_seconds() if isinstance(v, dt.datetime) else v for v in r) for r in rows(q.snapshot())]
     late = dict(q.job.late)
