@@ -78,11 +78,16 @@ def all_ddl(paths: dict, flink: bool) -> list[str]:
 
 
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:
-    """Run the cases in Flink: one job per case, one mini-cluster per session time zone."""
+    """Run the cases in Flink: one job per case, one mini-cluster per session time zone and Flink configuration
+    (a case's ``flink_config``: what dsms spells in the query, e.g. ``table.exec.emit.allow-lateness``)."""
     result: dict = {}
-    for zone in dict.fromkeys(c.get("zone") for c in cases):
-        group = [c for c in cases if c.get("zone") == zone]
-        config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"}
+
+    def setting(c: dict) -> tuple:
+        return c.get("zone"), tuple(sorted(c.get("flink_config", {}).items()))
+
+    for zone, extra in dict.fromkeys(setting(c) for c in cases):
+        group = [c for c in cases if setting(c) == (zone, extra)]
+        config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms", **dict(extra)}
         if zone:
             config["table.local-time-zone"] = zone
         if any(c.get("python") for c in group):
@@ -116,7 +121,7 @@ def run_dsms(paths: dict, case: dict) -> dict:
         for view in case.get("views", []):
             engine.execute(view)
         began = time.perf_counter()
-        q = engine.query(case["sql"])
+        q = engine.query(case.get("dsms_sql", case["sql"]))  # dsms spells some Flink settings in the query
         rows = []
         for batch in q.changes():
             for r in batch.to_pylist():

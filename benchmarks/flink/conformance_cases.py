@@ -167,6 +167,15 @@ CASES = [
                   SELECT window_start, window_end, id, v, ROW_NUMBER() OVER (
                     PARTITION BY window_start, window_end ORDER BY v DESC) AS rn
                   FROM {tvf('TUMBLE', 'ooo', M1)}) WHERE rn <= 2"""},
+    # Allowed lateness (docs/time.md): Flink's group window operator with table.exec.emit.allow-lateness drops an
+    # event only when its window's last millisecond plus the lateness is at or below the watermark, and late-fires
+    # an update otherwise: :40 (watermark :65) and :65 (:125) update fired windows; :178 and :150 (:195) are dropped.
+    {"name": "late_allow_lateness_group_window",
+     "flink_config": {"table.exec.emit.allow-lateness": "10 s", "table.exec.emit.late-fire.enabled": "true",
+                      "table.exec.emit.late-fire.delay": "0 s"},
+     "sql": f"SELECT TUMBLE_START(ts, {M1}) AS ws, COUNT(*) AS n, MAX(v) AS mx FROM ooo GROUP BY TUMBLE(ts, {M1})",
+     "dsms_sql": f"""SELECT TUMBLE_START(ts, {M1}) AS ws, COUNT(*) AS n, MAX(v) AS mx FROM ooo GROUP BY TUMBLE(ts, {M1})
+                     ALLOWED LATENESS INTERVAL '10' SECOND"""},
     # Nested JSON (docs/types.md): ROW and ARRAY access, constructors and functions, UNNEST.
     {"name": "nested_json_access",
      "sql": """SELECT id, customer.name AS name, customer.tags[1] AS first_tag, customer.tags[4] AS fourth,
