@@ -23,9 +23,6 @@ ALLOWED: dict[str, str] = {
     "dsms/server/statements.py::run_statement": "runs every statement kind a client sends; to be split into per-kind handlers",
     "dsms/server/session.py::Session.execute": "answers client settings, transactions and dsms statements; to be split into per-kind handlers",
     "runtime/convert.py::to_table": "reads every row shape (Arrow, pandas, dicts, tuples); to be split into one reader per shape",
-    "runtime/connectors/kafka_source.py::KafkaSource._resolve_start": (
-        "resolves every startup and bounded mode; to be split into one resolver per mode"
-    ),
 }
 
 
