@@ -1,0 +1,126 @@
+"""Columns holding a MAP (at any depth) read from JSON lines, vectorized in DuckDB.
+
+``pyarrow.json`` reads a JSON object only into a struct of known fields,
+so a column whose type holds a MAP is read apart: DuckDB takes the
+column's JSON text from every line (``json_extract``) and builds the value
+with one SQL expression made from the declared type, as Flink's JSON
+format reads it:
+
+* ``MAP<STRING, V>``: a JSON object; its member names are the keys, its
+  member values converted to ``V`` (``null`` a NULL value); a JSON
+  ``null`` (or no member) is a NULL map. Keys must be strings (the DDL
+  refuses other key types, as Flink does);
+* ``ROW<...>``: a JSON object, its fields by name (others ignored, an
+  absent one NULL); ``ARRAY<T>``: a JSON array; nested to any depth;
+* a scalar: DuckDB's cast from JSON (``"12"`` is read as a number, as Flink
+  reads it; a value that does not convert fails); a STRING takes a JSON
+  string's text, or another value's JSON text.
+
+A value of another shape, a repeated key or a value that does not convert
+fails the block (:class:`BadInput`), and the line source then finds the bad
+lines one by one, blaming the column (``json_source.JsonCodec.check``)::
+
+    {"id": 1, "m": {"a": 1, "b": null}}     m = {a: 1, b: NULL}
+    {"id": 2, "m": null}                    m = NULL
+    {"id": 3, "m": [1, 2]}                  a bad line: m is not an object
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...planner.types import sql_name
+from .salvage import BadInput
+
+
+def has_map(dtype: pa.DataType) -> bool:
+    """Whether a MAP is anywhere in ``dtype``."""
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(has_map(f.type) for f in dtype)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return has_map(dtype.value_type)
+    return False
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _member(x: str, name: str) -> str:
+    """The JSON member ``name`` of the JSON object ``x`` (any characters: a quoted path step)."""
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    path = _quote('$."' + escaped + '"')
+    return f"json_extract({x}, {path})"
+
+
+def _shaped(x: str, kind: str, what: str, body: str) -> str:
+    """``body`` where ``x`` is JSON of ``kind`` (OBJECT, ARRAY); NULL for a JSON null; an error otherwise."""
+    return (f"CASE WHEN {x} IS NULL OR json_type({x}) = 'NULL' THEN NULL WHEN json_type({x}) = '{kind}' "
+            f"THEN {body} ELSE error({_quote(f'expected a JSON {what}')} || ', found ' || {x}::VARCHAR) END")
+
+
+def convert_sql(x: str, dtype: pa.DataType, depth: int = 0) -> str:
+    """SQL turning the JSON value ``x`` into ``dtype`` (see the module docstring)."""
+    if pa.types.is_map(dtype):
+        e = f"__e{depth}"
+        entries = f"CAST({x} AS MAP(VARCHAR, JSON))"
+        values = f"list_transform(map_values({entries}), lambda {e}: {convert_sql(e, dtype.item_type, depth + 1)})"
+        return _shaped(x, "OBJECT", "object", f"map(map_keys({entries}), {values})")
+    if pa.types.is_struct(dtype):
+        fields = ", ".join(f'"{f.name.replace(chr(34), chr(34) * 2)}" := '
+                           f"{convert_sql(_member(x, f.name), f.type, depth + 1)}" for f in dtype)
+        return _shaped(x, "OBJECT", "object", f"struct_pack({fields})")
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        e = f"__e{depth}"
+        body = f"list_transform(CAST({x} AS JSON[]), lambda {e}: {convert_sql(e, dtype.value_type, depth + 1)})"
+        return _shaped(x, "ARRAY", "array", body)
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return f"({x} ->> '$')"  # a string's text unquoted (another JSON value: its JSON text)
+    return f"CAST({x} AS {_duck_type(dtype)})"
+
+
+def _duck_type(dtype: pa.DataType) -> str:
+    """The DuckDB name of a scalar type (dsms's SQL name, which DuckDB reads, but for a few)."""
+    if pa.types.is_timestamp(dtype):
+        return "TIMESTAMPTZ" if dtype.tz is not None else "TIMESTAMP"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "VARCHAR"
+    if pa.types.is_binary(dtype):
+        return "BLOB"
+    return sql_name(dtype)
+
+
+def map_problem(line: bytes, field: pa.Field) -> str | None:
+    """Why ``field`` of one JSON line does not read, if it does not (the error path: the same SQL as a block)."""
+    try:
+        read_map_columns(line, [field], 1)
+    except BadInput as e:
+        return str(e)
+    return None
+
+
+def read_map_columns(data: bytes, fields: list[pa.Field], rows: int) -> dict[str, pa.Array]:
+    """The ``fields`` (each holding a MAP) of the ``rows`` JSON lines in ``data``, by name.
+
+    Raises:
+        BadInput: a line's value for one of them does not read (the caller finds which line).
+    """
+    lines = pc.split_pattern(pa.array([data.decode("utf-8")]), "\n").flatten()
+    lines = lines.filter(pc.not_equal(pc.utf8_trim_whitespace(lines), ""))  # as pyarrow.json skips blank lines
+    if len(lines) != rows:
+        raise BadInput(f"expected {rows} JSON lines, found {len(lines)}")
+    items = ", ".join(f"{convert_sql(_member('line', f.name), f.type)} AS c{i}" for i, f in enumerate(fields))
+    with duckdb.connect() as con:
+        con.register("__lines", pa.table({"line": lines}))
+        try:
+            out = con.sql(f"SELECT {items} FROM __lines").to_arrow_table()
+        except duckdb.Error as e:
+            raise BadInput(str(e).splitlines()[0]) from None
+    try:
+        return {f.name: out.column(f"c{i}").combine_chunks().cast(f.type) for i, f in enumerate(fields)}
+    except (pa.ArrowException, ValueError) as e:
+        raise BadInput(str(e)) from None
