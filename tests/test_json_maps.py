@@ -10,6 +10,8 @@ dead letter with ``on_error = 'skip'``.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 
 import pyarrow as pa
@@ -129,3 +131,33 @@ def test_maps_json_cannot_hold_are_refused_at_create(ddl, words):
     with pytest.raises(dsms.SqlError, match="line 1") as info:
         dsms.Engine().execute(ddl)
     assert words in str(info.value)
+
+
+# (value type, JSON values inside {"a": ...}, what each reads as: a value, or BAD for a bad line)
+BAD_VALUE = object()
+VALUES = [
+    ("INT", ["1", "-3", "1.5", '"12"', "true", "5000000000"], [1, -3, BAD_VALUE, BAD_VALUE, BAD_VALUE, BAD_VALUE]),
+    ("DOUBLE", ["1", "2.5", '"x"'], [1.0, 2.5, BAD_VALUE]),
+    ("STRING", ['"hi \\"x\\""', '""', "1"], ['hi "x"', "", BAD_VALUE]),
+    ("BOOLEAN", ["true", "false", "1"], [True, False, BAD_VALUE]),
+    ("DECIMAL(5, 2)", ["1.25", '"3.5"', "1.255"], [decimal.Decimal("1.25"), decimal.Decimal("3.50"), BAD_VALUE]),
+    ("TIMESTAMP(3)", ['"2024-01-01 10:00:00.123"', "1700000000000", '"2024-01-01T10:00:00Z"', '"nope"'],
+     [dt.datetime(2024, 1, 1, 10, 0, 0, 123000), dt.datetime(2023, 11, 14, 22, 13, 20), dt.datetime(2024, 1, 1, 10),
+      BAD_VALUE]),
+    ("DATE", ['"2024-02-03"', "20240203"], [dt.date(2024, 2, 3), BAD_VALUE]),
+]
+
+
+@pytest.mark.parametrize("value_type, values, want", VALUES, ids=[v[0] for v in VALUES])
+def test_values_in_a_map_convert_by_the_rules_of_json_columns(tmp_path, value_type, values, want):
+    # The rules of docs/connectors.md (Values): numbers from JSON numbers, integers without a fraction, strings
+    # from strings, DECIMAL without rounding, TIMESTAMP from text or epoch milliseconds.
+    path = tmp_path / "m.jsonl"
+    write(path, [f'{{"id": {i}, "m": {{"a": {v}}}}}' for i, v in enumerate(values)])
+    ddl = (f"CREATE STREAM ev (id INT, m MAP<STRING, {value_type}>) "
+           f"WITH (connector = 'file', path = '{path}', format = 'json', on_error = 'skip')")
+    got = {r["id"]: r["m"] for r in run("runtime", ddl, "SELECT id, m FROM ev").to_pylist()}
+    assert got == {i: [("a", w)] for i, w in enumerate(want) if w is not BAD_VALUE}
+    dead = [json.loads(line) for line in open(str(path) + ".dead-letter.jsonl")]
+    assert [d["line"] for d in dead] == [i + 1 for i, w in enumerate(want) if w is BAD_VALUE]
+    assert all(d["column"] == "m" for d in dead)

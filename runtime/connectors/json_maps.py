@@ -78,20 +78,43 @@ def convert_sql(x: str, dtype: pa.DataType, depth: int = 0) -> str:
         e = f"__e{depth}"
         body = f"list_transform(CAST({x} AS JSON[]), lambda {e}: {convert_sql(e, dtype.value_type, depth + 1)})"
         return _shaped(x, "ARRAY", "array", body)
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return f"({x} ->> '$')"  # a string's text unquoted (another JSON value: its JSON text)
-    return f"CAST({x} AS {_duck_type(dtype)})"
+    kinds, value = _leaf(x, dtype)
+    allowed = ", ".join(f"'{k}'" for k in kinds)
+    return (f"CASE WHEN {x} IS NULL OR json_type({x}) = 'NULL' THEN NULL WHEN json_type({x}) IN ({allowed}) "
+            f"THEN {value} ELSE error('cannot convert ' || {x}::VARCHAR || ' to {sql_name(dtype)}') END")
 
 
-def _duck_type(dtype: pa.DataType) -> str:
-    """The DuckDB name of a scalar type (dsms's SQL name, which DuckDB reads, but for a few)."""
-    if pa.types.is_timestamp(dtype):
-        return "TIMESTAMPTZ" if dtype.tz is not None else "TIMESTAMP"
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return "VARCHAR"
+_INTEGER, _NUMBER = ("BIGINT", "UBIGINT"), ("BIGINT", "UBIGINT", "DOUBLE")
+
+
+def _leaf(x: str, dtype: pa.DataType) -> tuple[tuple[str, ...], str]:
+    """The JSON kinds (``json_type``) a scalar of ``dtype`` takes, and the SQL converting them, by the rules of
+    the other JSON columns (convert.py): integers from JSON integers, floating point from numbers, DECIMAL from
+    numbers or strings, BOOLEAN from booleans, strings from strings, DATE from text, VARBINARY from base64
+    text, TIMESTAMP from text or epoch milliseconds."""
+    text = f"({x} ->> '$')"
+    if pa.types.is_integer(dtype):
+        return _INTEGER, f"CAST({x} AS {sql_name(dtype)})"
+    if pa.types.is_floating(dtype):
+        return _NUMBER, f"CAST({x} AS {sql_name(dtype)})"
+    if pa.types.is_decimal(dtype):  # at most its scale's decimals: a value that would be rounded fails
+        exact = f"CAST({text} AS {sql_name(dtype)})"
+        kept = f"CAST({text} AS DOUBLE) = CAST({exact} AS DOUBLE)"
+        return _NUMBER + ("VARCHAR",), f"CASE WHEN {kept} THEN {exact} ELSE error('{sql_name(dtype)} rounds ' || {text}) END"
+    if pa.types.is_boolean(dtype):
+        return ("BOOLEAN",), f"CAST({x} AS BOOLEAN)"
+    if pa.types.is_date(dtype):
+        return ("VARCHAR",), f"CAST({text} AS DATE)"
     if pa.types.is_binary(dtype):
-        return "BLOB"
-    return sql_name(dtype)
+        return ("VARCHAR",), f"from_base64({text})"
+    if pa.types.is_timestamp(dtype):
+        epoch = f"make_timestamp(CAST({x} AS BIGINT) * 1000)"  # epoch milliseconds
+        if dtype.tz is not None:  # an instant: a text's zone applies (none: UTC, the connection's zone)
+            parsed, epoch = f"CAST({text} AS TIMESTAMPTZ)", f"timezone('UTC', {epoch})"
+        else:
+            parsed = f"CAST(rtrim({text}, 'Z') AS TIMESTAMP)"
+        return _INTEGER + ("VARCHAR",), f"CASE WHEN json_type({x}) = 'VARCHAR' THEN {parsed} ELSE {epoch} END"
+    return ("VARCHAR",), text  # STRING (and any other type: its text, cast by Arrow afterwards)
 
 
 def map_problem(line: bytes, field: pa.Field) -> str | None:
@@ -115,6 +138,7 @@ def read_map_columns(data: bytes, fields: list[pa.Field], rows: int) -> dict[str
         raise BadInput(f"expected {rows} JSON lines, found {len(lines)}")
     items = ", ".join(f"{convert_sql(_member('line', f.name), f.type)} AS c{i}" for i, f in enumerate(fields))
     with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")  # a TIMESTAMP_LTZ written without a zone is UTC
         con.register("__lines", pa.table({"line": lines}))
         try:
             out = con.sql(f"SELECT {items} FROM __lines").to_arrow_table()
