@@ -68,13 +68,15 @@ def test_json_objects_read_into_maps_at_any_depth(tmp_path, route):
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_map_access_over_the_read_values(tmp_path, route):
+    # Chained subscripts are 1-based at every step: ms[1] is the first map, r.attrs['x'][2] the second element.
     path = tmp_path / "ev.jsonl"
     write(path, LINES)
-    sql = ("SELECT id, m['a'] AS a, CARDINALITY(m) AS n, CARDINALITY(r.attrs) AS na, CARDINALITY(ms) AS nm FROM ev")
+    sql = ("SELECT id, m['a'] AS a, CARDINALITY(m) AS n, r.attrs['x'][2] AS x2, ms[1]['p'] AS p, "
+           "ARRAY[ARRAY[1, 2], ARRAY[3]][1][2] AS c FROM ev")
     got = run(route, DDL.format(path=path, extra=""), sql)
     assert sorted(tuple(r.values()) for r in got.to_pylist()) == [
-        (1, 1, 2, 3, 3), (2, None, None, None, 0), (3, None, 0, 1, None), (4, None, None, None, None),
-        (5, None, 1, None, 1)]
+        (1, 1, 2, 2, 1.5, 2), (2, None, None, None, None, 2), (3, None, 0, None, None, 2),
+        (4, None, None, None, None, 2), (5, None, 1, None, None, 2)]
 
 
 BAD = [

@@ -174,6 +174,13 @@ CASES = [
                       ARRAY_CONTAINS(customer.tags, 'a') AS has_a, MAP['k', id]['k'] AS mk,
                       CARDINALITY(ARRAY_SLICE(customer.tags, 2)) AS rest
                FROM orders"""},
+    # JSON objects read as MAPs (profiles.jsonl): whole, by key, nested in a ROW, holding ARRAYs, unnested.
+    {"name": "nested_json_map_columns", "sql": "SELECT id, attrs, labels, info.extra AS extra FROM profiles"},
+    {"name": "nested_json_map_access",
+     "sql": """SELECT id, attrs['a'] AS a, CARDINALITY(attrs) AS n, labels['x'][1] AS x1,
+                      CARDINALITY(labels['y']) AS ny, info.name AS name, info.extra['p'] AS p FROM profiles"""},
+    {"name": "nested_json_map_unnest",
+     "sql": "SELECT id, k, v FROM profiles CROSS JOIN UNNEST(attrs) AS t(k, v)"},
     {"name": "nested_unnest_rows",
      "sql": "SELECT id, sku, qty FROM orders CROSS JOIN UNNEST(items) AS t(sku, qty)"},
     {"name": "nested_unnest_ordinality",
