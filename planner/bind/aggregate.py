@@ -218,15 +218,9 @@ def _over_aggregate(tree, key_map, agg_map, ctx: BindContext, at: exp.Expression
             for a, name in agg_map:
                 if node == a:
                     return col(name)
-        copy = node.copy()
-        for key, value in list(copy.args.items()):
-            if isinstance(value, exp.Expression):
-                copy.set(key, replace(value))
-            elif isinstance(value, list):
-                copy.set(key, [replace(v) if isinstance(v, exp.Expression) else v for v in value])
-        return copy
+        return node
 
-    out = replace(tree)
+    out = tree.transform(replace)  # top down: a replaced node's subtree is not visited
     valid = {n for _, n in key_map} | {n for _, n in agg_map}
     for c in out.find_all(exp.Column):
         if c.name not in valid:
