@@ -28,6 +28,7 @@ lines one by one, blaming the column (``json_source.JsonCodec.check``)::
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -66,17 +67,21 @@ def _shaped(x: str, kind: str, what: str, body: str) -> str:
 def convert_sql(x: str, dtype: pa.DataType, depth: int = 0) -> str:
     """SQL turning the JSON value ``x`` into ``dtype`` (see the module docstring)."""
     if pa.types.is_map(dtype):
+        # The member names and values in the object's order, as a STRUCT(k, v) of two lists: DuckDB's map() is
+        # slow, so the Arrow map is made from them afterwards (_as_declared).
         e = f"__e{depth}"
-        entries = f"CAST({x} AS MAP(VARCHAR, JSON))"
-        values = f"list_transform(map_values({entries}), lambda {e}: {convert_sql(e, dtype.item_type, depth + 1)})"
-        return _shaped(x, "OBJECT", "object", f"map(map_keys({entries}), {values})")
+        keys = f"json_keys({x})"
+        values = f"list_transform(json_extract({x}, '$.*'), lambda {e}: {convert_sql(e, dtype.item_type, depth + 1)})"
+        once = f"CASE WHEN len(list_distinct({keys})) = len({keys}) THEN {{'k': {keys}, 'v': {values}}} " \
+               f"ELSE error('a key appears twice in ' || {x}::VARCHAR) END"
+        return _shaped(x, "OBJECT", "object", once)
     if pa.types.is_struct(dtype):
         fields = ", ".join(f'"{f.name.replace(chr(34), chr(34) * 2)}" := '
                            f"{convert_sql(_member(x, f.name), f.type, depth + 1)}" for f in dtype)
         return _shaped(x, "OBJECT", "object", f"struct_pack({fields})")
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         e = f"__e{depth}"
-        body = f"list_transform(CAST({x} AS JSON[]), lambda {e}: {convert_sql(e, dtype.value_type, depth + 1)})"
+        body = f"list_transform(json_extract({x}, '$[*]'), lambda {e}: {convert_sql(e, dtype.value_type, depth + 1)})"
         return _shaped(x, "ARRAY", "array", body)
     kinds, value = _leaf(x, dtype)
     allowed = ", ".join(f"'{k}'" for k in kinds)
@@ -136,15 +141,39 @@ def read_map_columns(data: bytes, fields: list[pa.Field], rows: int) -> dict[str
     lines = lines.filter(pc.not_equal(pc.utf8_trim_whitespace(lines), ""))  # as pyarrow.json skips blank lines
     if len(lines) != rows:
         raise BadInput(f"expected {rows} JSON lines, found {len(lines)}")
-    items = ", ".join(f"{convert_sql(_member('line', f.name), f.type)} AS c{i}" for i, f in enumerate(fields))
+    members = ", ".join(f"{_member('line', f.name)} AS c{i}" for i, f in enumerate(fields))  # each line parsed once
+    items = ", ".join(f"{convert_sql(f'c{i}', f.type)} AS c{i}" for i, f in enumerate(fields))
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")  # a TIMESTAMP_LTZ written without a zone is UTC
+        con.execute("SET enable_progress_bar = false")
         con.register("__lines", pa.table({"line": lines}))
         try:
-            out = con.sql(f"SELECT {items} FROM __lines").to_arrow_table()
+            out = con.sql(f"SELECT {items} FROM (SELECT {members} FROM __lines)").to_arrow_table()
         except duckdb.Error as e:
             raise BadInput(str(e).splitlines()[0]) from None
     try:
-        return {f.name: out.column(f"c{i}").combine_chunks().cast(f.type) for i, f in enumerate(fields)}
+        return {f.name: _as_declared(out.column(f"c{i}").combine_chunks(), f.type).cast(f.type)
+                for i, f in enumerate(fields)}
     except (pa.ArrowException, ValueError) as e:
         raise BadInput(str(e)) from None
+
+
+def _lengths(lists: pa.Array) -> pa.Array:
+    """Offsets from the lengths of ``lists`` (a NULL list: none)."""
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    return pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+
+
+def _as_declared(array: pa.Array, dtype: pa.DataType) -> pa.Array:
+    """DuckDB's answer with each MAP built from its STRUCT(k, v) of lists (see convert_sql), at any depth."""
+    if not has_map(dtype):
+        return array
+    if pa.types.is_map(dtype):
+        keys, values = array.flatten()  # a NULL map: NULL lists
+        return pa.MapArray.from_arrays(_lengths(keys), keys.flatten(), _as_declared(values.flatten(), dtype.item_type),
+                                       mask=keys.is_null())
+    if pa.types.is_struct(dtype):
+        children = [_as_declared(c, f.type) for c, f in zip(array.flatten(), dtype)]
+        return pa.StructArray.from_arrays(children, names=[f.name for f in dtype], mask=array.is_null())
+    elements = _as_declared(array.flatten(), dtype.value_type)
+    return pa.ListArray.from_arrays(_lengths(array), elements, mask=array.is_null())
