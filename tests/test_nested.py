@@ -95,6 +95,9 @@ ACCESS = [
      "SELECT id, CAST(scores AS INTEGER[]), \"user\" FROM ev"),
     ("SELECT id FROM ev WHERE CARDINALITY(items) >= 2 AND items[1].qty > 1",
      "SELECT id FROM ev WHERE len(items) >= 2 AND items[1].qty > 1"),
+    # A chain of subscripts is 1-based at every step.
+    ("SELECT id, items[2]['sku'] AS sku, `user`['tags'][1] AS tag, ARRAY[scores, ARRAY[id]][2][1] AS i FROM ev",
+     "SELECT id, items[2].sku, \"user\".tags[1], id FROM ev"),
 ]
 
 
