@@ -44,8 +44,16 @@ DISTINCT_IN_WINDOW = ("Flink 2.3 merges a window's pieces (local and global wind
                       "map, so ARRAY_AGG(DISTINCT x) in a window lists the values in that hash map's order ([0, -1, "
                       "NULL, 1, -2, 2, ...]); dsms lists them where they first arrived (docs/sql.md): the same "
                       "values, in another order. The group aggregates agree exactly")
+PYTHON_TVF_AGGREGATE = ("Flink 2.3 plans a window TVF aggregate that calls a Python aggregate function as a group "
+                        "aggregate over the TVF's rows (an updating result, no window operator), so an event behind "
+                        "the watermark still updates its window; dsms runs it as a window aggregate, which drops "
+                        "such events as Flink's window operator does (the group-window form, "
+                        "python_aggregate_in_a_tumble, agrees)")
 PYTHON_FUNCTIONS = ["CREATE TEMPORARY SYSTEM FUNCTION py_label AS 'conformance_udfs.label' LANGUAGE PYTHON",
-                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON"]
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_url_parts AS 'conformance_udfs.url_parts' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_wsum AS 'conformance_udfs.weighted_sum' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_spread AS 'conformance_udfs.spread' LANGUAGE PYTHON"]
 
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
@@ -419,6 +427,22 @@ CASES = [
     {"name": "python_twin_builtin_tumble",
      "sql": f"""SELECT window_start, window_end, CONCAT(k, ':0') AS l, SUM(CAST(v AS BIGINT) * 3 - 1) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, CONCAT(k, ':0')"""},
+    # A Python table function (LATERAL TABLE) and Python aggregate functions (accumulate, retract, merge).
+    {"name": "python_table_function", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT id, part, n FROM ev, LATERAL TABLE(py_url_parts(url)) AS t(part, n) WHERE id % 3 = 0"},
+    {"name": "python_aggregate_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": """SELECT TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, TUMBLE_END(ts, INTERVAL '10' SECOND) AS we, k,
+                      py_wsum(v, price) AS ws2, py_spread(v) AS sp, COUNT(*) AS n
+               FROM ev GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k"""},
+    {"name": "python_aggregate_in_a_hop", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": """SELECT HOP_START(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND) AS ws, k, py_wsum(v, price) AS ws2
+               FROM ev GROUP BY HOP(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND), k"""},
+    {"name": "python_aggregate_in_a_tumble_tvf", "python": True, "views": PYTHON_FUNCTIONS,
+     "known": {"rows": PYTHON_TVF_AGGREGATE},
+     "sql": f"""SELECT window_start, window_end, k, py_wsum(v, price) AS ws, py_spread(v) AS sp, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "python_aggregate_over_updates", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT label, py_wsum(rate, CAST(1.5 AS DOUBLE)) AS ws, COUNT(*) AS n FROM rates GROUP BY label"},
     {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
      "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},

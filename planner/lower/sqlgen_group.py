@@ -4,7 +4,8 @@ A group aggregate without a window keeps, per key, a running row count,
 each aggregate's accumulators (signed counts and sums, so retractions
 subtract) and the output it last emitted. MIN, MAX and COUNT(DISTINCT)
 cannot be undone from a sum, so each keeps a multiset log of
-(key, value, count). Per batch the runtime registers the batch as
+(key, value, count). A Python aggregate keeps its accumulator (a BLOB)
+and updates it by calling the function (``planner/python_aggregate.py``). Per batch the runtime registers the batch as
 ``__input`` and runs :attr:`GroupAggSql.per_batch` in order; the last
 statement returns the changes::
 
@@ -104,7 +105,9 @@ class _Aggregates:
         self.logs: list[str] = []
 
     def add(self, i: int, a: AggCall) -> None:
-        if a.kind.retracts_by_sign and not a.keeps_values:
+        if a.kind.python:
+            out = self._python(i, a)
+        elif a.kind.retracts_by_sign and not a.keeps_values:
             out = self._signed(i, a)
         elif a.kind.ordered:
             out = self._ordered_log(i, a)
@@ -131,6 +134,19 @@ class _Aggregates:
                          exp.func("COALESCE", exp.column(name, "d"), lit(0)))
             self.merged.append(exp.alias_(cast(total, p.type), name))
         return a.kind.final(parts, a.type)
+
+    def _python(self, i: int, a: AggCall) -> exp.Expression:
+        """A Python aggregate: its accumulator per key (a BLOB), stepped by the batch's rows in arrival order
+        (``accumulate`` for a +1 row, ``retract`` for a -1 row; runtime/udaf.py)."""
+        name, arg = f"__a{i}p", col(a.arg)
+        self.columns.append((name, pa.binary()))
+        change = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("s"), expression=exp.column("__sg")),
+                                         exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)])
+        changes = exp.ArrayAgg(this=exp.Order(this=change, expressions=[asc(col(SEQ))]))
+        present = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))
+        self.delta.append(exp.alias_(exp.Filter(this=changes, expression=exp.Where(this=present)), name))
+        self.merged.append(exp.alias_(a.kind.step(exp.column(name, "o"), exp.column(name, "d")), name))
+        return a.kind.value(exp.column(name, "n"))
 
     def _log(self, log: str, a: AggCall, extra: list[tuple[str, pa.DataType | str]]) -> exp.Column:
         """A log table of (keys, value, ``extra``) for aggregate ``a``; its argument as a column."""
