@@ -26,7 +26,7 @@ import pytest
 import dsms
 from dsms.grammar import SqlError
 
-from changes import final_table, ops
+from changes import ACCT_DDL, churn_acct, final_table, ops
 from oracle import duck, events, feed, rows, tumble_on_time
 
 
@@ -287,25 +287,10 @@ def test_an_updating_input_retracts_values_from_the_accumulators():
     engine = engine_with_median()
     counted = Counted()
     engine.create_function("total", counted)
-    engine.execute("CREATE TABLE acct (id BIGINT, k STRING, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) "
-                   "WITH (connector = 'memory')")
+    engine.execute(ACCT_DDL)
     q = engine.query("SELECT k, mid(v) AS m, total(v) AS t, COUNT(*) AS n FROM acct GROUP BY k")
-    state: dict[int, dict] = {}
-    collected = []
-    for _ in range(60):  # upserts and deletes in small batches
-        batch = [{"id": rng.randrange(25), "k": rng.choice(["a", "b", "c"]), "v": rng.choice([None, *range(-9, 30)])}
-                 for _ in range(rng.randint(1, 6))]
-        engine.insert("acct", batch)
-        state.update({r["id"]: r for r in batch})
-        gone = [i for i in list(state) if rng.random() < 0.05]
-        if gone:
-            engine.delete("acct", [(i,) for i in gone])
-            for i in gone:
-                del state[i]
-        collected += list(q.changes())
+    collected, current = churn_acct(engine, q, rng, ["a", "b", "c"], [None, *range(-9, 30)])
     assert {"-U", "+U"} <= ops(collected)
-    current = pa.Table.from_pylist(list(state.values()), schema=pa.schema([("id", pa.int64()), ("k", pa.string()),
-                                                                           ("v", pa.int64())]))
     expected = duck("SELECT k, median(v) AS m, SUM(v) AS t, COUNT(*) AS n FROM acct GROUP BY k", acct=current)
     assert rows(final_table(collected)) == rows(expected)
     # Every value still there was accumulated once more than it was retracted; nothing was replayed.

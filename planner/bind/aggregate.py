@@ -330,7 +330,7 @@ def check_python_aggregates(agg: L.Node, at: exp.Expression | None, ctx: BindCon
             raise ctx.error(f"the Python aggregate function {lacking.name} has no retract, which its updating input "
                             "needs (a row updated or deleted is taken back from its group's accumulator)", at,
                             help="define retract(self, acc, *args) on the function, as Flink requires")
-    if isinstance(w, L.WindowAggregate) and w.window.kind != "TUMBLE":
+    if isinstance(w, L.WindowAggregate) and not w.window.type.single_pane:
         lacking = next((k for k in python if not k.can_merge), None)
         if lacking is not None:
             raise ctx.error(f"the Python aggregate function {lacking.name} has no merge, which a {w.window.kind} "
