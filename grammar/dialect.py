@@ -99,6 +99,14 @@ class GroupWindow(exp.Expression):
     arg_types = {"kind": True, "expressions": True}
 
 
+def _as_subscripts(node: exp.Expression) -> exp.Expression:
+    """A chain of brackets ``x[i][k]`` as Subscripts, innermost first (each its own, or the inner one would
+    keep sqlglot's index offset)."""
+    if not isinstance(node, exp.Bracket):
+        return node
+    return Subscript(this=_as_subscripts(node.this), expression=node.expressions[0])
+
+
 def _closed_calls(parsers: dict) -> dict:
     """Each call parser, made to refuse a call whose ``)`` is missing.
 
@@ -214,8 +222,7 @@ class Dsms(Dialect):
             for b in list(result.find_all(exp.Bracket)):
                 if len(b.expressions) != 1:
                     self.raise_error("a subscript takes one index: x[i]")
-            return result.transform(lambda n: Subscript(this=n.this, expression=n.expressions[0])
-                                    if isinstance(n, exp.Bracket) else n, copy=False)
+            return _as_subscripts(result)
 
         def _parse_descriptor_body(self) -> Descriptor:
             col = self._parse_column()

@@ -124,11 +124,12 @@ def run_dsms(paths: dict, case: dict) -> dict:
         q = engine.query(case.get("dsms_sql", case["sql"]))  # dsms spells some Flink settings in the query
         rows = []
         for batch in q.changes():
+            types = [f.type for f in batch.schema if f.name != "op"]
             for r in batch.to_pylist():
                 op = r.pop("op")
-                rows.append([op] + [value(v) for v in r.values()])
+                rows.append([op] + [value(v, t) for v, t in zip(r.values(), types)])
         final = q.snapshot()
-        snapshot = [[value(v) for v in r.values()] for r in final.to_pylist()]
+        snapshot = [[value(v, t) for v, t in zip(r.values(), final.schema.types)] for r in final.to_pylist()]
         # The snapshot's schema: QueryHandle.schema of an updating query also lists the internal __op column.
         return {"columns": final.schema.names, "types": [arrow_type(t) for t in final.schema.types], "rows": rows,
                 "snapshot": snapshot, "late": dict(q.job.late), "seconds": time.perf_counter() - began}
@@ -138,8 +139,15 @@ def run_dsms(paths: dict, case: dict) -> dict:
         engine.close()
 
 
-def value(v):
-    """As runner.py gives Flink's values: timestamps as text, dates and times in ISO form, decimals tagged."""
+def value(v, t=None):
+    """As runner.py gives Flink's values: timestamps as text, dates and times in ISO form, decimals tagged; a MAP
+    (of Arrow type ``t``, whose values Arrow gives as pairs) as a dict, also an empty one."""
+    import pyarrow as pa
+
+    if t is not None and v is not None and pa.types.is_map(t):
+        return {str(a): value(b, t.item_type) for a, b in v}
+    if t is not None and v is not None and pa.types.is_list(t):
+        return [value(x, t.value_type) for x in v]
     if isinstance(v, dt.datetime):
         return timestamp_text(v)
     if isinstance(v, (dt.date, dt.time)):

@@ -40,6 +40,10 @@ JSON_VALUE_CAST = ("Flink 2.3 fails the job on JSON_VALUE(j, '$.k' RETURNING INT
                    "the ON ERROR default, which its docs describe; dsms gives -1")
 MULTISET_AS_MAP = ("COLLECT gives a MULTISET<T> in Flink; dsms keeps a MULTISET as the MAP<T, INT> of each value's "
                    "count (docs/types.md), the same pairs")
+DISTINCT_IN_WINDOW = ("Flink 2.3 merges a window's pieces (local and global window aggregation) through its distinct "
+                      "map, so ARRAY_AGG(DISTINCT x) in a window lists the values in that hash map's order ([0, -1, "
+                      "NULL, 1, -2, 2, ...]); dsms lists them where they first arrived (docs/sql.md): the same "
+                      "values, in another order. The group aggregates agree exactly")
 PYTHON_TVF_AGGREGATE = ("Flink 2.3 plans a window TVF aggregate that calls a Python aggregate function as a group "
                         "aggregate over the TVF's rows (an updating result, no window operator), so an event behind "
                         "the watermark still updates its window; dsms runs it as a window aggregate, which drops "
@@ -187,6 +191,13 @@ CASES = [
                       ARRAY_CONTAINS(customer.tags, 'a') AS has_a, MAP['k', id]['k'] AS mk,
                       CARDINALITY(ARRAY_SLICE(customer.tags, 2)) AS rest
                FROM orders"""},
+    # JSON objects read as MAPs (profiles.jsonl): whole, by key, nested in a ROW, holding ARRAYs, unnested.
+    {"name": "nested_json_map_columns", "sql": "SELECT id, attrs, labels, info.extra AS extra FROM profiles"},
+    {"name": "nested_json_map_access",
+     "sql": """SELECT id, attrs['a'] AS a, CARDINALITY(attrs) AS n, labels['x'][1] AS x1,
+                      CARDINALITY(labels['y']) AS ny, info.name AS name, info.extra['p'] AS p FROM profiles"""},
+    {"name": "nested_json_map_unnest",
+     "sql": "SELECT id, k, v FROM profiles CROSS JOIN UNNEST(attrs) AS t(k, v)"},
     {"name": "nested_unnest_rows",
      "sql": "SELECT id, sku, qty FROM orders CROSS JOIN UNNEST(items) AS t(sku, qty)"},
     {"name": "nested_unnest_ordinality",
@@ -314,6 +325,18 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, LISTAGG(k) AS lk FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
     {"name": "aggfam_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
      "sql": "SELECT label, ARRAY_AGG(rate) AS ar, COLLECT(k) AS ck, COUNT(*) AS n FROM rates GROUP BY label"},
+    # ARRAY_AGG(DISTINCT) and COLLECT(DISTINCT): Flink's distinct map feeds each value once, at its first copy,
+    # and takes it away with its last (an updating input).
+    {"name": "aggfam_distinct_array_agg_collect_group", "known": {"types": MULTISET_AS_MAP},
+     "sql": """SELECT k, CAST(ARRAY_AGG(DISTINCT MOD(v, 7)) AS STRING) AS av, ARRAY_AGG(DISTINCT url IGNORE NULLS) AS au,
+               COLLECT(DISTINCT MOD(v, 7)) AS cv FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_distinct_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
+     "sql": """SELECT MOD(rate, 2) AS m, ARRAY_AGG(DISTINCT MOD(rate, 6)) AS am, COLLECT(DISTINCT MOD(rate, 6)) AS cm,
+               COUNT(*) AS n FROM rates GROUP BY MOD(rate, 2)"""},
+    {"name": "aggfam_distinct_array_agg_collect_tumble", "known": {"types": MULTISET_AS_MAP, "rows": DISTINCT_IN_WINDOW},
+     "sql": f"""SELECT window_start, window_end, k, CAST(ARRAY_AGG(DISTINCT MOD(v, 7)) AS STRING) AS av,
+                       COLLECT(DISTINCT url) AS cu
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     {"name": "aggfam_cube_table",
      "sql": "SELECT label, MOD(rate, 2) AS odd, COUNT(*) AS n, MAX(rate) AS mx FROM rates GROUP BY CUBE (label, MOD(rate, 2))"},
     {"name": "nexmark_q5_window_join",

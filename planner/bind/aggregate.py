@@ -253,6 +253,8 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
         raise ctx.error(f"{kind.name} keeps NULL values, so FILTER (WHERE ...) on it is not supported yet", a,
                         help="filter the rows in WHERE, or in a subquery")
     arg, distinct = _distinct(kind, arg, a, ctx)
+    if distinct:
+        kind = kind.with_distinct()
     if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
         arg = None if condition is None else exp.Literal.number(1)
     elif arg is None:
