@@ -22,7 +22,6 @@ ALLOWED: dict[str, str] = {
     "dsms/server/pgtypes.py::type_oid": "maps every Arrow type kind to a PostgreSQL type; to become a type-test table",
     "dsms/server/statements.py::run_statement": "runs every statement kind a client sends; to be split into per-kind handlers",
     "dsms/server/session.py::Session.execute": "answers client settings, transactions and dsms statements; to be split into per-kind handlers",
-    "runtime/convert.py::to_table": "reads every row shape (Arrow, pandas, dicts, tuples); to be split into one reader per shape",
 }
 
 
