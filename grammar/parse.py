@@ -66,11 +66,31 @@ def parse_script(text: str) -> list[st.Statement]:
         tree = _parser().parse(text)
     except lark.UnexpectedInput as e:
         raise _lark_error(e, text) from None
+    _check_keywords_end(tree, text)
     try:
         return _Build(text).transform(tree).children
     except lark.exceptions.VisitError as e:
         # Errors raised while building (query bodies, expressions) are already ours.
         raise e.orig_exc from None
+
+
+@lru_cache(maxsize=1)
+def _keyword_terminals() -> frozenset[str]:
+    return frozenset(t.name for t in _parser().terminals
+                     if isinstance(t.pattern, lark.lexer.PatternStr) and t.pattern.value.isalpha())
+
+
+def _check_keywords_end(tree: lark.Tree, text: str) -> None:
+    """A keyword ends where a word ends: the lexer would read ``CREATE STREAMX`` as STREAM and the name X."""
+    keywords = _keyword_terminals()
+    for tok in tree.scan_values(lambda v: isinstance(v, Token) and v.type in keywords):
+        end = tok.end_pos
+        if end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+            start = tok.start_pos
+            while end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+                end += 1
+            raise SqlSyntaxError(Diagnostic(f"unexpected '{text[start:end]}'", Span(start, end), text,
+                                            help=f"did you mean '{text[start:tok.end_pos]} {text[tok.end_pos:end]}'?"))
 
 
 def parse_statement(text: str) -> st.Statement:
@@ -253,17 +273,14 @@ class _Build(Transformer):
     @v_args(meta=True)
     def create_source(self, meta, children):
         flags = self._flags(children)
-        kind = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+        kind = _table_kind(children)
         name = next(c for c in children if isinstance(c, st.Name))
         columns = tuple(c for c in children if isinstance(c, st.ColumnDef))
         computed = tuple(c for c in children if isinstance(c, st.ComputedColumn))
-        watermarks = [c for c in children if isinstance(c, st.WatermarkDef)]
+        watermarks = self._watermarks(children)
         pks = self._primary_keys(children, columns)
         options = next((c for c in children if isinstance(c, dict)), {})
-        if len(watermarks) > 1:
-            raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
-        ctas = next((c for c in children if isinstance(c, lark.Tree) and c.data == "ctas_query"), None)
-        if ctas is not None:
+        if _has_ctas_query(children):
             return self._ctas_with_key(meta, children, kind, name, options, pks, columns + computed + tuple(watermarks))
         return st.CreateSource(
             _span(meta), self.source, kind=kind, name=name, columns=columns, computed=computed,
@@ -283,6 +300,13 @@ class _Build(Transformer):
             raise SqlSyntaxError(Diagnostic("a source can declare only one PRIMARY KEY", declared[1][1], self.source,
                                             help=help_))
         return [key for key, _ in declared]
+
+    def _watermarks(self, children) -> list[st.WatermarkDef]:
+        """The statement's WATERMARK declarations, refused past the first: a source has one event-time clock."""
+        watermarks = [c for c in children if isinstance(c, st.WatermarkDef)]
+        if len(watermarks) > 1:
+            raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
+        return watermarks
 
     def or_replace(self, children):
         return lark.Tree("or_replace", [])
@@ -332,7 +356,7 @@ class _Build(Transformer):
 
     @v_args(meta=True)
     def create_table_as(self, meta, children):
-        kind = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+        kind = _table_kind(children)
         name = next(c for c in children if isinstance(c, st.Name))
         options = next((c for c in children if isinstance(c, dict)), {})
         return st.CreateTableAs(_span(meta), self.source, kind=kind, name=name, options=options,
@@ -439,6 +463,16 @@ class _Build(Transformer):
     def query(self, meta, children):
         q = self._query(children[0])
         return st.QueryStatement(q.span, self.source, query=q)
+
+
+def _table_kind(children) -> str:
+    """``"stream"`` or ``"table"``: which CREATE statement the children come from (see ``kind_stream``)."""
+    return next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+
+
+def _has_ctas_query(children) -> bool:
+    """Whether the CREATE statement ends in ``AS SELECT``, so its columns come from the query."""
+    return any(isinstance(c, lark.Tree) and c.data == "ctas_query" for c in children)
 
 
 def _setting(key: str | None) -> str | None:
