@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -165,3 +167,19 @@ def test_interval_join_rows_and_drops_do_not_depend_on_batches(tmp_path):
     assert {tuple(r[0]) for r in results.values()} == {tuple(want)}
     assert len({tuple(sorted(r[1].items())) for r in results.values()}) == 1
     assert run(ddl, sql, "duckdb")[0] == want
+
+
+def test_the_interval_join_counts_its_drops_in_show_progress_and_the_run_summary(tmp_path):
+    ddl = interval_ddl(tmp_path)
+    engine = dsms.Engine()
+    engine.execute(ddl + "SET 'engine' = 'runtime';")
+    engine.execute(f"CREATE MATERIALIZED VIEW joined AS {INTERVAL_SQL.format(kind='INNER')}")
+    engine.run_until_idle()
+    late = {r["operator"].split("(")[0]: r["late"] for r in engine.execute("SHOW PROGRESS joined").table.to_pylist()}
+    assert late["#2 IntervalJoin"] == 1 and late["#0 Source"] == late["#1 Source"] == 0
+    script = tmp_path / "q.sql"
+    script.write_text(ddl + "\n" + INTERVAL_SQL.format(kind="INNER") + ";\n")
+    out = subprocess.run([sys.executable, "-m", "dsms.cli", "run", "--engine", "runtime", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "late events dropped: 1 (query_1 #2 IntervalJoin: 1)" in out.stderr, out.stderr

@@ -122,6 +122,11 @@ def judges_temporal_join(node: L.Node) -> bool:
             and node.left.changelog == L.APPEND)
 
 
+def judges_row_join(node: L.Node) -> bool:
+    """An interval or event-time temporal join that judges late rows itself (each row, not each window)."""
+    return judges_interval_join(node) or judges_temporal_join(node)
+
+
 def judged_inputs(node: L.Node) -> tuple[bool, ...]:
     """Which inputs of an operator that judges late rows itself it judges: all of them, except a temporal
     join's versioned table (judged at its source)."""
@@ -180,7 +185,10 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
         # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
         # how they interleave: the scans below judge at the source, against their own watermark. A union
         # that no event-time operator reads (GROUPING SETS of window aggregates) passes its rows on as they are.
-        judged = judge(node)
+        # An interval or temporal join under another event-time operator leaves late rows to its sources:
+        # the late pairs it would emit reach that operator behind its watermark, by an amount that
+        # depends on when the join's watermark moved, which the batch routes cannot reproduce.
+        judged = judge(node) and not (timed_above and judges_row_join(node))
         fans_in = len(node.inputs) > 1 and not judged and not (isinstance(node, L.Union) and not timed_above)
         below = clean and not fans_in and (judged or not uses_event_time(node) or _reads_a_window_judge(node))
         judged_here = judged_inputs(node) if judged else (True,) * len(node.inputs)
