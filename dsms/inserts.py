@@ -6,6 +6,9 @@ takes changes by primary key (an insert upserts, a delete retracts).
 
 from __future__ import annotations
 
+import threading
+
+import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
@@ -13,9 +16,12 @@ from .grammar import Diagnostic, DsmsError, Insert, Name, Query, Span, SqlError,
 from .grammar.diagnostics import did_you_mean
 from .planner import Catalog, plan_query
 from .planner.catalog import SourceDef
+from .planner.literal_cells import LiteralColumn, literal_columns, literal_rows_sql
 from .planner.types import to_sql_type
 from .planner.vocabulary import ChangeOp
 from .runtime.convert import to_table
+from .runtime.duck import Duck
+from .runtime.errors import EvaluationError
 from .runtime.memory import data_schema, keyed_changes
 from .runtime.session import run_bounded
 
@@ -23,10 +29,15 @@ from .runtime.session import run_bounded
 def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) -> pa.Table:
     """Run the statement's query (to completion: VALUES, or a SELECT over bounded input) into ``schema``."""
     columns = [c.value for c in stmt.columns] or [f.name for f in schema]
-    query = _cast_values(stmt.query, [schema.field(_column_index(schema, c, stmt)).type for c in columns])
-    planned = plan_query(query, catalog, stmt.source)
+    types = [schema.field(_column_index(schema, c, stmt)).type for c in columns]
     try:
-        rows = run_bounded(planned, open_reader, changes_applied=False)
+        literal = literal_columns(stmt.query.tree, [to_sql_type(t) for t in types]) \
+            if isinstance(stmt.query.tree, exp.Values) else None
+        if literal is not None:  # one statement for the whole list, not a plan per cell
+            rows = _literal_rows(literal, types)
+        else:
+            rows = run_bounded(plan_query(_cast_values(stmt.query, types), catalog, stmt.source), open_reader,
+                               changes_applied=False)
     except DsmsError as e:
         if isinstance(e, SqlError):
             raise
@@ -36,6 +47,19 @@ def insert_rows(stmt: Insert, schema: pa.Schema, catalog: Catalog, open_reader) 
         raise SqlError(Diagnostic(f"INSERT gives {rows.num_columns} values per row, but {len(columns)} columns "
                                   f"are expected ({', '.join(columns)})", stmt.query.span, stmt.source))
     return to_table(rows.rename_columns(columns), schema)
+
+
+_casts = threading.local()  # one DuckDB connection per thread casts VALUES lists (connecting costs ~30 ms)
+
+
+def _literal_rows(columns: list[LiteralColumn], types: list[pa.DataType]) -> pa.Table:
+    texts = pa.table({f"c{i}": pa.array(c.texts, pa.string()) for i, c in enumerate(columns)})
+    if getattr(_casts, "duck", None) is None:
+        _casts.duck = Duck(threads=1)
+    try:
+        return _casts.duck.run(literal_rows_sql(columns, types), texts)
+    except duckdb.Error as e:
+        raise EvaluationError("VALUES", e) from None
 
 
 def memory_source(catalog: Catalog, name: str, stmt: Statement | None = None) -> SourceDef:

@@ -66,11 +66,31 @@ def parse_script(text: str) -> list[st.Statement]:
         tree = _parser().parse(text)
     except lark.UnexpectedInput as e:
         raise _lark_error(e, text) from None
+    _check_keywords_end(tree, text)
     try:
         return _Build(text).transform(tree).children
     except lark.exceptions.VisitError as e:
         # Errors raised while building (query bodies, expressions) are already ours.
         raise e.orig_exc from None
+
+
+@lru_cache(maxsize=1)
+def _keyword_terminals() -> frozenset[str]:
+    return frozenset(t.name for t in _parser().terminals
+                     if isinstance(t.pattern, lark.lexer.PatternStr) and t.pattern.value.isalpha())
+
+
+def _check_keywords_end(tree: lark.Tree, text: str) -> None:
+    """A keyword ends where a word ends: the lexer would read ``CREATE STREAMX`` as STREAM and the name X."""
+    keywords = _keyword_terminals()
+    for tok in tree.scan_values(lambda v: isinstance(v, Token) and v.type in keywords):
+        end = tok.end_pos
+        if end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+            start = tok.start_pos
+            while end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+                end += 1
+            raise SqlSyntaxError(Diagnostic(f"unexpected '{text[start:end]}'", Span(start, end), text,
+                                            help=f"did you mean '{text[start:tok.end_pos]} {text[tok.end_pos:end]}'?"))
 
 
 def parse_statement(text: str) -> st.Statement:

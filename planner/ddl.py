@@ -213,8 +213,15 @@ def _bind_computed(stmt: CreateSource, fields: list[Field]) -> list[tuple[str, e
             fields.append(Field(c.name.value, TIMESTAMP_LTZ, nullable=False, proctime=True))  # as Flink
             computed.append((c.name.value, c.expr))
             continue
-        bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
-        fields.append(Field(c.name.value, infer_type(bound, base, src)))
+        try:
+            bound = bind_scalar(c.expr, Scope.of(base, None), src, clause="a computed column")
+            fields.append(Field(c.name.value, infer_type(bound, base, src)))
+        except SqlError as e:
+            if e.diagnostic.span is not None:
+                raise
+            # A bare expression such as () keeps no position: point at the column it computes.
+            raise SqlError(Diagnostic(f"computed column '{c.name.value}': {e.diagnostic.message}", c.name.span,
+                                      src, help=e.diagnostic.help)) from None
         computed.append((c.name.value, bound))
     return computed
 

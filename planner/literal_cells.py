@@ -18,6 +18,9 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -59,3 +62,91 @@ def plain_cast_type(cell: exp.Expression) -> pa.DataType | None:
         return from_sql_type(to)
     except InvalidType:
         return None  # the slow way reports it, at the cell
+
+
+@dataclass(frozen=True)
+class LiteralColumn:
+    """One VALUES column whose cells are all plain literals: their texts, read as ``source`` then cast.
+
+    Reading the texts as ``source`` (a string literal as VARCHAR, ``1.25`` as
+    an exact DECIMAL, ``TIMESTAMP '…'`` as TIMESTAMP) gives the value the
+    literal has in SQL, so ``CAST(CAST(text AS source) AS column type)`` is
+    the cell's ``CAST(literal AS column type)``, for a whole column at once.
+    """
+
+    texts: list[str | None]
+    source: exp.DataType
+
+
+_MAX_DIGITS = 38  # DuckDB's widest exact number (HUGEINT, DECIMAL(38, s))
+
+
+@lru_cache(maxsize=64)
+def _type(sql: str) -> exp.DataType:
+    """A parsed SQL type; shared, so callers copy it before putting it in a tree."""
+    return exp.DataType.build(sql)
+
+
+def _cell_text(v: exp.Expression, kind: str) -> str:
+    if kind == "temporal":
+        return v.this.this
+    if isinstance(v, exp.Neg):
+        return "-" + v.this.this
+    if isinstance(v, exp.Boolean):
+        return "true" if v.this else "false"
+    return v.this
+
+
+def _source_type(kind: str, cells: list[exp.Expression], texts: list[str | None]) -> exp.DataType | None:
+    """The SQL type the column's literal texts are read as, or None (not one exact type for them all)."""
+    if kind == "string":
+        return _type("VARCHAR")
+    if kind == "boolean":
+        return _type("BOOLEAN")
+    if kind == "temporal":
+        types = {c.to for c in cells if not isinstance(c, exp.Null)}
+        return types.pop() if len(types) == 1 else None
+    digits = [t.lstrip("-") for t in texts if t is not None]
+    if kind == "integer":
+        return _type("HUGEINT") if max(map(len, digits)) <= _MAX_DIGITS else None
+    if any("e" in d.lower() for d in digits):  # 1e3 is a DOUBLE literal; 1.25 an exact DECIMAL
+        return _type("DOUBLE") if all("e" in d.lower() for d in digits) else None
+    whole = max(len(d.split(".")[0]) for d in digits)
+    scale = max(len(d.split(".")[1]) if "." in d else 0 for d in digits)
+    return _type(f"DECIMAL({_MAX_DIGITS}, {scale})") if whole + scale <= _MAX_DIGITS else None
+
+
+def literal_columns(tree: exp.Values, columns: list[exp.DataType]) -> list[LiteralColumn] | None:
+    """The columns of ``tree`` (VALUES cast to ``columns``) as literal texts, or None when a cell needs the
+    planner: an expression, a lowered cast (``CAST(2.5 AS INT)`` truncates), or a column mixing literal kinds."""
+    rows = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in tree.expressions]
+    if any(len(r) != len(columns) for r in rows):
+        return None
+    out = []
+    for i, to in enumerate(columns):
+        cells = [r[i] for r in rows]
+        values = [c for c in cells if not isinstance(c, exp.Null)]
+        kinds = {_literal_kind(c) for c in values}
+        if kinds == {"integer", "number"}:
+            kinds = {"number"}  # 3 and 2.5 in one column: both exact decimals
+        if None in kinds or len(kinds) > 1:
+            return None  # an expression, or two kinds of literal in one column
+        kind = kinds.pop() if kinds else "string"
+        if values and plain_cast_type(exp.Cast(this=values[0].copy(), to=to)) is None:
+            return None
+        texts = [None if isinstance(c, exp.Null) else _cell_text(c, kind) for c in cells]
+        source = _source_type(kind, values, texts) if values else _type("VARCHAR")
+        if source is None:
+            return None
+        out.append(LiteralColumn(texts, source))
+    return out
+
+
+def literal_rows_sql(columns: list[LiteralColumn], types: list[pa.DataType]) -> str:
+    """One statement over the columns' texts (``c0``, ``c1``, … of the input) that gives the typed rows."""
+    from .lower import sqlgen as S  # the lowering, not needed to type cells
+
+    items = [exp.alias_(S.cast(exp.Cast(this=exp.column(f"c{i}", quoted=True), to=c.source.copy()), t),
+                        f"c{i}", quoted=True)
+             for i, (c, t) in enumerate(zip(columns, types))]
+    return S.render(exp.select(*items).from_(S.batch_table()))

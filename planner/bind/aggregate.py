@@ -133,6 +133,9 @@ def _bind_keys(group_items, items, scope: Scope, ctx: BindContext) -> list[exp.E
     keys_bound: list[exp.Expression] = []
     for g in group_items:
         if isinstance(g, exp.Literal) and not g.is_string:
+            if not g.is_int:
+                raise ctx.error(f"GROUP BY {g.name}: a number in GROUP BY is a position in the SELECT list "
+                                "(1, 2, ...)", g)
             pos = int(g.name)
             if not 1 <= pos <= len(items):
                 raise ctx.error(f"GROUP BY position {pos} is out of range", g)
@@ -218,15 +221,9 @@ def _over_aggregate(tree, key_map, agg_map, ctx: BindContext, at: exp.Expression
             for a, name in agg_map:
                 if node == a:
                     return col(name)
-        copy = node.copy()
-        for key, value in list(copy.args.items()):
-            if isinstance(value, exp.Expression):
-                copy.set(key, replace(value))
-            elif isinstance(value, list):
-                copy.set(key, [replace(v) if isinstance(v, exp.Expression) else v for v in value])
-        return copy
+        return node
 
-    out = replace(tree)
+    out = tree.transform(replace)  # top down: a replaced node's subtree is not visited
     valid = {n for _, n in key_map} | {n for _, n in agg_map}
     for c in out.find_all(exp.Column):
         if c.name not in valid:

@@ -131,19 +131,13 @@ def _for_set(tree: exp.Expression, keys, absent: dict, nulls: dict, ctx: BindCon
                 bits = bits * 2 + (1 if keys.index(arg) in absent else 0)
             return exp.Cast(this=exp.Literal.number(bits), to=exp.DataType.build("BIGINT"))  # BIGINT, as Flink
         if is_aggregate(n) or isinstance(n, exp.Filter):
-            return n.copy()
+            return n.copy()  # a new node: transform does not look inside it
         for i, k in absent.items():
             if n == k:
                 return nulls[i].copy()
-        out = n.copy()
-        for key, value in list(out.args.items()):
-            if isinstance(value, exp.Expression):
-                out.set(key, replace(value))
-            elif isinstance(value, list):
-                out.set(key, [replace(v) if isinstance(v, exp.Expression) else v for v in value])
-        return out
+        return n
 
-    return replace(tree)
+    return tree.transform(replace)  # top down: a replaced node's subtree is not visited
 
 
 def _is_window_aggregate(agg: L.Node) -> bool:

@@ -54,4 +54,6 @@ def _count(limit: exp.Limit, ctx: BindContext) -> int:
     value = limit.args.get("expression")
     if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
         raise ctx.error("LIMIT takes a whole number of rows", value or limit, help="LIMIT 10")
+    if int(value.this) > 2**63 - 1:
+        raise ctx.error("LIMIT is larger than a BIGINT holds (9223372036854775807)", value, help="LIMIT 10")
     return int(value.this)
