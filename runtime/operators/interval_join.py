@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...planner.lower.sqlgen_join import ID
 from ...planner.physical.join_specs import IntervalJoinSpec
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env
-from .join_base import JoinLogic, PortWatermarks, lowered, min_time, with_watermark
+from .join_base import JoinLogic, PortWatermarks, arrival_marks, lowered, with_watermark
 
 
 class IntervalJoinLogic(PortWatermarks, CountsLate, JoinLogic):
@@ -64,20 +65,26 @@ class IntervalJoinLogic(PortWatermarks, CountsLate, JoinLogic):
         self.count_late(env, spec.id)
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        watermark = self.arrival_watermark(port, self.spec.judged[port])
-        batch = with_watermark(batch, watermark)
+        batch = with_watermark(batch, self.arrival_watermark(port, self.spec.judged[port]))
         if self.spec.ids[port]:
             start = self.next_id.value
             batch = batch.append_column(ID, pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64)))
             self.next_id.value = start + batch.num_rows
         out = self.run(self.spec.on_batch[port], batch)
-        earliest = min_time(batch, self.spec.time_columns[port])
-        if earliest < MAX_WATERMARK:
-            state = self.next_expiry[port]
-            state.value = min(state.value, max(earliest + self.reach[port], watermark - 1))
-            if self.spec.unmatched[port] and watermark > MIN_WATERMARK and earliest + self.reach[port] <= watermark:
-                self.late_until[port].value = max(self.late_until[port].value, watermark)
+        if batch.num_rows:
+            self._note_expiry(port, batch)
         return out
+
+    def _note_expiry(self, port: int, batch: pa.Table) -> None:
+        """When the batch's rows can first expire (their reach and their __w passed), and whether any came too
+        late to wait for a partner (their __w at or past their reach: counted if they expire unmatched)."""
+        reach = pc.add(batch.column(self.spec.time_columns[port]).cast(pa.int64()), self.reach[port])
+        marks = arrival_marks(batch)
+        expiry = pc.min(pc.max_element_wise(reach, pc.subtract(marks, 1))).as_py()
+        self.next_expiry[port].value = min(self.next_expiry[port].value, expiry)
+        if self.spec.unmatched[port]:
+            too_late = pc.max(pc.if_else(pc.less_equal(reach, marks), marks, MIN_WATERMARK)).as_py()
+            self.late_until[port].value = max(self.late_until[port].value, too_late)
 
     def on_watermark(self, watermark: int) -> list[pa.Table]:
         w = lowered(watermark, self.spec.lateness)

@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, DuckStateLogic, Env
+from .source import ARRIVAL
 
 
 class JoinLogic(DuckStateLogic):
@@ -64,8 +65,15 @@ class PortWatermarks:
 
 
 def with_watermark(batch: pa.Table, watermark: int) -> pa.Table:
-    """The batch with its rows' arrival watermark, ``__w``."""
-    return batch.append_column("__w", pa.array(np.full(batch.num_rows, watermark, dtype=np.int64)))
+    """The batch with its rows' arrival watermark, ``__w``: as its source gave it (each event's), or else
+    ``watermark`` (the port's, which its source advanced before each event behind it)."""
+    if ARRIVAL in batch.column_names:
+        return batch
+    return batch.append_column(ARRIVAL, pa.array(np.full(batch.num_rows, watermark, dtype=np.int64)))
+
+
+def arrival_marks(batch: pa.Table) -> pa.ChunkedArray:
+    return batch.column(ARRIVAL)
 
 
 def min_time(batch: pa.Table, column: str) -> int:

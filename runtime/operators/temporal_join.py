@@ -52,7 +52,7 @@ from ...planner.lower.sqlgen_join import SEQ
 from ...planner.physical.join_specs import TemporalJoinSpec
 from ..duck import conform
 from .base import MAX_WATERMARK, CountsLate, Env
-from .join_base import JoinLogic, PortWatermarks, lowered, min_time, with_watermark
+from .join_base import JoinLogic, PortWatermarks, arrival_marks, lowered, with_watermark
 
 DROP = "__drop"  # an inner join's fired late row without a version (lower/sqlgen_join.py)
 PRUNE_EVERY = 4  # watermarks between prunings of old versions
@@ -69,16 +69,16 @@ class TemporalJoinLogic(PortWatermarks, CountsLate, JoinLogic):
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if port == 0:
-            watermark = self.arrival_watermark(0, self.spec.judged[0])
-            batch = with_watermark(batch, watermark)
+            batch = with_watermark(batch, self.arrival_watermark(0, self.spec.judged[0]))
             if self.spec.sequenced:
                 first = self.arrived.value
                 self.arrived.value = first + batch.num_rows
                 batch = batch.append_column(SEQ, pa.array(np.arange(first, first + batch.num_rows, dtype=np.int64)))
             self.apply(self.spec.on_batch[0], batch)
-            due = min_time(batch, self.spec.time_column)
-            due = max(due, watermark) if due < MAX_WATERMARK else due
-            self.next_fire.value = min(self.next_fire.value, due)
+            if batch.num_rows:  # a row is due once the watermark passes its time and the watermark it came at
+                times = batch.column(self.spec.time_column).cast(pa.int64())
+                due = pc.min(pc.max_element_wise(times, arrival_marks(batch))).as_py()
+                self.next_fire.value = min(self.next_fire.value, due)
         else:
             batch = batch.append_column(SEQ, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
             self.apply(self.spec.on_batch[1], batch)
