@@ -16,7 +16,9 @@ watermark is not dropped for it. It joins the other input's rows that are
 still held, and is held itself while the other input's time has not passed
 its reach (the last time a partner could have). Each row is judged against
 its own input's watermark as it stood when it arrived (``__w``, kept with
-the row; its source advances it before each event behind it, source.py),
+the row: a column its source gives when the join reads it directly, else
+the port's watermark, which its source advances before each event behind
+it; source.py),
 not the join's minimum over both inputs, which depends on how they
 interleave; so the pair rule (``interval_pair_kept`` in
 lower/sqlgen_join.py) does not depend on batch sizes::

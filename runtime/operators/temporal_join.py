@@ -32,8 +32,9 @@ ones are cleaned up), so a late event joins its version if that is still
 kept; if a newer version at or below the watermark exists, its own is
 gone and it finds none (LEFT JOIN: padded; inner: dropped, and counted in
 ``late_dropped``). The watermark is the event's own input's as it stood
-when it arrived (``__w``; its source advances it before each event behind
-it, source.py), so the rows do not depend on batch sizes; a late event
+when it arrived (``__w``: a column of its source's, or the port's watermark,
+which its source advances before each event behind it; source.py), so the
+rows do not depend on batch sizes; a late event
 waits until the operator's watermark passes that too::
 
     versions of k:  v1@:10   v2@:20          bound 5 s
