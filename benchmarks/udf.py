@@ -9,7 +9,8 @@ ad and 10-second window with ``SUM(gross(cost))``, where ``gross`` is
   of each vector DuckDB hands it (costs rarely repeat here, so about once per row);
 
 and, for the aggregate itself, ``aggregate``: ``py_sum(cost * 1.2)``, a Python aggregate function
-(``create_accumulator`` / ``accumulate`` / ``get_value``) in place of the built-in ``SUM``.
+(``create_accumulator`` / ``accumulate`` / ``get_value``: one accumulator per window and ad) in place
+of the built-in ``SUM``.
 
 Each variant runs on the incremental runtime and on the DuckDB route; the
 ratio is the built-in query's time over the variant's (1.0: as fast as

@@ -102,24 +102,35 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(parser: argparse.ArgumentParser, args) -> int:
+    """One job per command: the server, the shell (or the statements given to it), run or explain."""
     if args.command == "server":
         return serve(args)
-    if args.command in (None, "shell") and args.sql is None and args.file is None:
+    if args.command in (None, "shell"):
+        return _shell_command(args)
+    return _script_command(parser, args)
+
+
+def _shell_command(args) -> int:
+    """No command or ``shell``: a server's shell when a URL is given, ``-c SQL`` / ``-f FILE`` run as a
+    script, else the shell on an embedded engine."""
+    if args.sql is None and args.file is None:
         url = args.connect or os.environ.get("DSMS_URL")
         if url:
             return connect(url)
-    if args.command == "shell":
+    if args.command == "shell" or (args.sql is None and args.file is None):
         return shell(args.state_dir, args.shell_engine)
-    if args.command is None:
-        if args.sql is not None or args.file is not None:
-            base = os.path.dirname(os.path.abspath(args.file)) if args.file else os.getcwd()
-            try:
-                text = args.sql if args.sql is not None else _read(args.file)
-                return run_script(text, base, state_dir=args.state_dir, engine=args.shell_engine)
-            except DsmsError as e:
-                print(str(e), file=sys.stderr)
-                return 1
-        return shell(args.state_dir, args.shell_engine)
+    base = os.path.dirname(os.path.abspath(args.file)) if args.file else os.getcwd()
+    try:
+        text = args.sql if args.sql is not None else _read(args.file)
+        return run_script(text, base, state_dir=args.state_dir, engine=args.shell_engine)
+    except DsmsError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+
+
+def _script_command(parser: argparse.ArgumentParser, args) -> int:
+    """``dsms run`` or ``dsms explain``: a script file (run may continue a state directory without one);
+    a failure is one message and exit code 1, Ctrl-C exits 130."""
     try:
         if args.command == "run" and args.script is None and args.state_dir is None:
             parser.error("dsms run needs a script (or --state-dir DIR to continue what DIR holds)")
@@ -203,13 +214,37 @@ def run_script(text: str, base_dir: str, quiet: bool = False, batch_size: int | 
 
 def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int | None, out,
          route: str | None, stop: "_Stop") -> int:
+    """Apply the script's statements, then run its queries to the end of their input: the exit code."""
     if batch_size:
         engine.set("batch.size", str(batch_size), save=False)
     if route:
         engine.set("engine", route, save=False)
     started = time.perf_counter()
-    printers = []
     statements = parse_script(text)
+    printers = _apply_statements(engine, statements, base_dir, quiet, out, stop)
+    # In a script, memory streams hold exactly what the script inserted. (Without one, a state
+    # directory's memory streams stay open: its queries run until interrupted.)
+    if statements and not stop.pressed:
+        engine.end_input()
+    progress = _Progress(engine, started, enabled=not quiet)
+    interrupted = _run_queries(engine, printers, progress, stop)
+    if interrupted is not None:
+        progress.clear()
+        _summary(engine, started, interrupted=True, quiet=quiet)
+        return interrupted
+    for p in printers:
+        p.print_new()
+        p.finish()
+    progress.clear()
+    _summary(engine, started, quiet=quiet)
+    return _report_failed_jobs(engine)
+
+
+def _apply_statements(engine: Engine, statements: list, base_dir: str, quiet: bool, out,
+                      stop: "_Stop") -> list[_Printer]:
+    """Execute the statements in order, skipping those a state directory's earlier run of the script
+    applied already (so a rerun continues it); a printer for each query they start."""
+    printers = []
     progress = engine.script_progress(statements)
     for index, stmt in enumerate(statements):
         if stop.pressed:
@@ -223,21 +258,31 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
             progress.begin(index - 1)
             raise
         progress.applied(index)
-        for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-        if result.query is not None:
-            printers.append(_Printer(result.query, out, title=stmt.text.strip().split("\n")[0]))
-        elif result.table is not None:
-            from .render import format_table
+        printer = _show_result(stmt, result, quiet, out)
+        if printer is not None:
+            printers.append(printer)
+    return printers
 
-            print(format_table(result.table) if not isinstance(stmt, Explain) else result.message, file=out)
-        elif result.message and not quiet:
-            print(result.message, file=sys.stderr)
-    # In a script, memory streams hold exactly what the script inserted. (Without one, a state
-    # directory's memory streams stay open: its queries run until interrupted.)
-    if statements and not stop.pressed:
-        engine.end_input()
-    progress = _Progress(engine, started, enabled=not quiet)
+
+def _show_result(stmt, result, quiet: bool, out) -> _Printer | None:
+    """Print a statement's warnings and its table or message; a query's rows come later, through the
+    printer returned for it."""
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if result.query is not None:
+        return _Printer(result.query, out, title=stmt.text.strip().split("\n")[0])
+    if result.table is not None:
+        from .render import format_table
+
+        print(format_table(result.table) if not isinstance(stmt, Explain) else result.message, file=out)
+    elif result.message and not quiet:
+        print(result.message, file=sys.stderr)
+    return None
+
+
+def _run_queries(engine: Engine, printers: list[_Printer], progress: _Progress, stop: "_Stop") -> int | None:
+    """Step the running queries, printing their new rows, until none runs; the exit code when Ctrl-C or
+    SIGTERM ends the run first (None when the queries ended by themselves)."""
     try:
         stop.catch(signal.SIGINT)  # from here on, Ctrl-C too ends the run between two turns
         # Paused queries (a state directory can hold some) do not keep the run going.
@@ -248,19 +293,13 @@ def _run(engine: Engine, text: str, base_dir: str, quiet: bool, batch_size: int 
             progress.tick()
             if not moved:
                 time.sleep(0.05)  # unbounded sources: wait for more input
-        if stop.pressed:
-            progress.clear()
-            _summary(engine, started, interrupted=True, quiet=quiet)
-            return stop.exit_code
     except KeyboardInterrupt:
-        progress.clear()
-        _summary(engine, started, interrupted=True, quiet=quiet)
         return 130
-    for p in printers:
-        p.print_new()
-        p.finish()
-    progress.clear()
-    _summary(engine, started, quiet=quiet)
+    return stop.exit_code if stop.pressed else None
+
+
+def _report_failed_jobs(engine: Engine) -> int:
+    """Tell each failed query or job on stderr: exit code 1 if any failed, else 0."""
     failed = [q for q in engine.statuses() if q.stats.status == "failed"]
     for q in failed:
         print(f"{q.kind} {q.id} failed: {q.stats.error}" if q.kind != "query" else str(q.stats.error), file=sys.stderr)

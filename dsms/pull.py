@@ -302,35 +302,14 @@ class PointRead:
 
     @staticmethod
     def of(tree: exp.Expression, relations, schema: pa.Schema) -> "PointRead | None":
-        if not isinstance(tree, exp.Select) or len(relations) != 1 or any(
-                tree.args.get(k) for k in ("with", "joins", "group", "having", "order", "limit", "offset",
-                                           "distinct", "qualify", "windows")):
+        if not _selects_from_one_view(tree, relations):
             return None
-        source = tree.args.get("from") or tree.args.get("from_")  # (the key's name in newer sqlglot)
-        if source is None or not isinstance(source.this, exp.Table) or source.this.name != relations[0][0]:
+        columns = _plain_columns(tree)
+        if columns is None or len(columns) != len(schema):
             return None
-        columns = []
-        for item in tree.expressions:
-            inner = item.this if isinstance(item, exp.Alias) else item
-            if not isinstance(inner, exp.Column):
-                return None
-            columns.append(inner.name)
-        if len(columns) != len(schema):
+        conditions = _point_conditions(tree.args.get("where"))
+        if conditions is None:
             return None
-        where = tree.args.get("where")
-        conditions = []
-        for part in (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []:
-            function = _COMPARE.get(type(part))
-            if function is None or not isinstance(part.this, exp.Column):
-                return None
-            value = part.expression
-            if isinstance(value, exp.Placeholder) and str(value.this).isdigit():
-                conditions.append((part.this.name, function, True, int(value.this)))
-            elif isinstance(value, exp.Literal):
-                conditions.append((part.this.name, function, False, value.this if value.is_string else
-                                   (int(value.this) if value.this.lstrip("-").isdigit() else float(value.this))))
-            else:
-                return None
         return PointRead(relations[0][1], tuple(columns), tuple(conditions))
 
     def run(self, rows: Callable[[str], pa.Table], params: Sequence, schema: pa.Schema) -> pa.Table:
@@ -345,6 +324,55 @@ class PointRead:
             table = table.filter(mask)
         return pa.Table.from_arrays([table.column(c).cast(f.type) for c, f in zip(self.columns, schema)],
                                     schema=schema)
+
+
+def _selects_from_one_view(tree: exp.Expression, relations) -> bool:
+    """Whether ``tree`` is a bare SELECT … FROM the one view's relation [WHERE …]: any other clause
+    (a join, grouping, ordering, a limit, …) needs SQL, so DuckDB answers it."""
+    if not isinstance(tree, exp.Select) or len(relations) != 1 or any(
+            tree.args.get(k) for k in ("with", "joins", "group", "having", "order", "limit", "offset",
+                                       "distinct", "qualify", "windows")):
+        return False
+    source = tree.args.get("from") or tree.args.get("from_")  # (the key's name in newer sqlglot)
+    return source is not None and isinstance(source.this, exp.Table) and source.this.name == relations[0][0]
+
+
+def _plain_columns(tree: exp.Select) -> list[str] | None:
+    """The view columns the SELECT list picks (aliases aside); None if it computes anything."""
+    columns = []
+    for item in tree.expressions:
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if not isinstance(inner, exp.Column):
+            return None
+        columns.append(inner.name)
+    return columns
+
+
+def _point_conditions(where: exp.Where | None) -> list[tuple[str, str, bool, object]] | None:
+    """The WHERE clause as ANDed (column, compute function, is $n, the value or n) comparisons; None if a
+    part is anything else, so Arrow never answers a filter it would read differently from DuckDB."""
+    conditions = []
+    for part in (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []:
+        condition = _point_condition(part)
+        if condition is None:
+            return None
+        conditions.append(condition)
+    return conditions
+
+
+def _point_condition(part: exp.Expression) -> tuple[str, str, bool, object] | None:
+    """``column <op> $n`` or ``column <op> literal`` as one condition of a PointRead; None otherwise."""
+    function = _COMPARE.get(type(part))
+    if function is None or not isinstance(part.this, exp.Column):
+        return None
+    value = part.expression
+    if isinstance(value, exp.Placeholder) and str(value.this).isdigit():
+        return part.this.name, function, True, int(value.this)
+    if isinstance(value, exp.Literal):
+        return part.this.name, function, False, (value.this if value.is_string else
+                                                 (int(value.this) if value.this.lstrip("-").isdigit()
+                                                  else float(value.this)))
+    return None
 
 
 def _simplified(tree: exp.Expression, relations) -> exp.Expression:

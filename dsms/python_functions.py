@@ -11,8 +11,9 @@ from its return annotation (``-> float`` is ``DOUBLE``). A table function
 ``eval`` method, as PyFlink's ``TableFunction``) gives rows of its
 ``returns`` type and is called in ``LATERAL TABLE`` (``planner/bind/udf.py``).
 An aggregate function (an object or class with ``create_accumulator``,
-``accumulate`` and ``get_value``) is registered through its finisher
-(``planner/python_aggregate.py``).
+``accumulate``, ``get_value`` and, where needed, ``retract`` and ``merge``)
+registers its accumulator steps (``runtime/udaf.py``,
+``planner/python_aggregate.py``).
 
 Example:
     >>> import dsms, pyarrow.compute as pc
@@ -46,10 +47,9 @@ from .grammar.dialect import parse_expression
 from .planner.catalog import Catalog, FunctionDef
 from .planner.python_aggregate import PythonAggregate
 from .planner.types import parse_type
+from .runtime.udaf import Accumulators, register_aggregate, values_in_arrow
 from .runtime.udf import (
     PythonFunction,
-    aggregate_finisher,
-    finish_in_arrow,
     register,
     table_rows,
     takes_arrays,
@@ -150,8 +150,8 @@ def define_function(catalog: Catalog, name: str, func: Callable, returns: str | 
 
 def _define_aggregate(catalog: Catalog, name: str, func, returns: str | None, target: str | None, temporary: bool,
                       error) -> FunctionDef:
-    """Register an aggregate function (an object, or a class, with ``create_accumulator``, ``accumulate`` and
-    ``get_value``, as PyFlink's ``AggregateFunction``) through its finisher (``planner/python_aggregate.py``)."""
+    """Register an aggregate function (an object, or a class, with ``create_accumulator``, ``accumulate``,
+    ``get_value`` and optionally ``retract`` and ``merge``, as PyFlink's ``AggregateFunction``)."""
     if inspect.isclass(func):
         func = func()
     missing = [m for m in ("create_accumulator", "accumulate", "get_value") if not callable(getattr(func, m, None))]
@@ -171,9 +171,9 @@ def _define_aggregate(catalog: Catalog, name: str, func, returns: str | None, ta
     except SqlError as e:
         raise error(f"aggregate function {name}: {e.diagnostic.message}") from None
     internal = _internal_name(name, target, result_type)
-    finisher = PythonFunction(name, internal, aggregate_finisher(func), result_type, vectorized=True)
-    register(finisher)
-    kind = PythonAggregate(name, internal, result_type, finish_in_arrow(finisher, f"the aggregate {name}"))
+    steps = Accumulators(name, func, result_type)
+    register_aggregate(steps, internal)
+    kind = PythonAggregate(name, internal, result_type, values_in_arrow(internal), steps.can_retract, steps.can_merge)
     fn = FunctionDef(name, internal, result_type, target or type(func).__qualname__, temporary, aggregate=kind)
     catalog.functions[name.lower()] = fn
     return fn

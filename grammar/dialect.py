@@ -99,6 +99,41 @@ class GroupWindow(exp.Expression):
     arg_types = {"kind": True, "expressions": True}
 
 
+def _as_subscripts(node: exp.Expression) -> exp.Expression:
+    """A chain of brackets ``x[i][k]`` as Subscripts, innermost first (each its own, or the inner one would
+    keep sqlglot's index offset)."""
+    if not isinstance(node, exp.Bracket):
+        return node
+    return Subscript(this=_as_subscripts(node.this), expression=node.expressions[0])
+
+
+def _closed_calls(parsers: dict) -> dict:
+    """Each call parser, made to refuse a call whose ``)`` is missing.
+
+    sqlglot takes the ``)`` after a special call (``CAST(x AS INT``,
+    ``TRIM(k``, ``JSON_ARRAY(x``) as optional, so ``SELECT TRIM(k FROM s``
+    would read as ``TRIM(s, k)``. A parser that read its own ``)`` is left as it is.
+    """
+
+    def closed(parse):
+        def parse_closed(self):
+            start = self._index  # just after the call's '('
+            result = parse(self)
+            if self._curr is not None and self._curr.token_type == TokenType.R_PAREN:
+                return result
+            depth = 0
+            for tok in self._tokens[start:self._index]:
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tok.token_type, 0)
+                if depth < 0:
+                    return result  # the parser read the call's ')' itself
+            self.raise_error("Expecting )")
+            return result
+
+        return parse_closed
+
+    return {name: closed(parse) for name, parse in parsers.items()}
+
+
 class Dsms(Dialect):
     NORMALIZE_FUNCTIONS = "upper"
     # Flink semantics: INT / INT is an integer division.
@@ -145,14 +180,14 @@ class Dsms(Dialect):
                 self.raise_error("Expected a column or an expression after SELECT", self._curr or self._prev)
             return projections, exclude
 
-        FUNCTION_PARSERS = {
+        FUNCTION_PARSERS = _closed_calls({
             **parser.Parser.FUNCTION_PARSERS,
             **FLINK_FUNCTION_PARSERS,  # EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, INITCAP
             **JSON_FUNCTION_PARSERS,  # JSON_VALUE ... RETURNING ... ON EMPTY, JSON_OBJECT(KEY k VALUE v), ...
             **{kind: _window_parser(kind) for kind in WINDOW_KINDS},
             "DESCRIPTOR": lambda self: self._parse_descriptor_body(),
             **{kind: (lambda self, k=kind: parse_relation_to_stream(self, k)) for kind in R2S_KINDS},
-        }
+        })
 
         def _parse_query_modifiers(self, this):
             this = super()._parse_query_modifiers(this)
@@ -187,8 +222,7 @@ class Dsms(Dialect):
             for b in list(result.find_all(exp.Bracket)):
                 if len(b.expressions) != 1:
                     self.raise_error("a subscript takes one index: x[i]")
-            return result.transform(lambda n: Subscript(this=n.this, expression=n.expressions[0])
-                                    if isinstance(n, exp.Bracket) else n, copy=False)
+            return _as_subscripts(result)
 
         def _parse_descriptor_body(self) -> Descriptor:
             col = self._parse_column()
@@ -303,7 +337,7 @@ def add_window_kind(name: str, named_params: tuple[str, ...]) -> None:
     global WINDOW_KINDS
     _NAMED_PARAMS[name] = tuple(named_params)
     WINDOW_KINDS = tuple(_NAMED_PARAMS)
-    Dsms.Parser.FUNCTION_PARSERS = {**Dsms.Parser.FUNCTION_PARSERS, name: _window_parser(name)}
+    Dsms.Parser.FUNCTION_PARSERS = {**Dsms.Parser.FUNCTION_PARSERS, **_closed_calls({name: _window_parser(name)})}
 
 
 def parse_query(text: str, offset: int = 0, script: str | None = None) -> exp.Expression:

@@ -185,8 +185,16 @@ def _lookup(s: exp.Expression, path: JsonPath, invalid: exp.Expression, on_found
         default=exp.Cast(this=_f(ListExtract, bound, exp.Literal.number(1)), to=dtype.copy()))
 
 
-def _parse_json_value(self):
+def _json_argument(self, name: str) -> exp.Expression:
+    """The JSON text a JSON_VALUE / JSON_QUERY / JSON_EXISTS call reads (its first argument)."""
     s = self._parse_bitwise()
+    if s is None:
+        self.raise_error(f"{name} needs the JSON text first: {name}(text, 'path' ...)")
+    return s
+
+
+def _parse_json_value(self):
+    s = _json_argument(self, "JSON_VALUE")
     self._match(TokenType.COMMA)
     path_arg = self._parse_bitwise()
     dtype = (self._match(TokenType.RETURNING) and self._parse_types()) or DT.build("VARCHAR")
@@ -243,7 +251,7 @@ def _parse_query_behaviour(self, on: str) -> str | None:
 
 
 def _parse_json_query(self):
-    s = self._parse_bitwise()
+    s = _json_argument(self, "JSON_QUERY")
     self._match(TokenType.COMMA)
     path_arg = self._parse_bitwise()
     dtype = (self._match(TokenType.RETURNING) and self._parse_types()) or DT.build("VARCHAR")
@@ -275,7 +283,7 @@ def _parse_json_query(self):
 
 
 def _parse_json_exists(self):
-    s = self._parse_bitwise()
+    s = _json_argument(self, "JSON_EXISTS")
     self._match(TokenType.COMMA)
     path_arg = self._parse_bitwise()
     on_error = self._parse_on_handling("ERROR", "TRUE", "FALSE", "UNKNOWN", "ERROR") or "FALSE ON ERROR"

@@ -264,25 +264,29 @@ class _Build(Transformer):
     @v_args(meta=True)
     def create_source(self, meta, children):
         flags = self._flags(children)
-        kind = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+        kind = _table_kind(children)
         name = next(c for c in children if isinstance(c, st.Name))
         columns = tuple(c for c in children if isinstance(c, st.ColumnDef))
         computed = tuple(c for c in children if isinstance(c, st.ComputedColumn))
-        watermarks = [c for c in children if isinstance(c, st.WatermarkDef)]
+        watermarks = self._watermarks(children)
         pks = [c[1] for c in children if isinstance(c, tuple) and c[0] == "primary_key"]
         options = next((c for c in children if isinstance(c, dict)), {})
-        if len(watermarks) > 1:
-            raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
         if len(pks) > 1:
             raise SqlSyntaxError(Diagnostic("a source can declare only one PRIMARY KEY", _span(meta), self.source))
-        ctas = next((c for c in children if isinstance(c, lark.Tree) and c.data == "ctas_query"), None)
-        if ctas is not None:
+        if _has_ctas_query(children):
             return self._ctas_with_key(meta, children, kind, name, options, pks, columns + computed + tuple(watermarks))
         return st.CreateSource(
             _span(meta), self.source, kind=kind, name=name, columns=columns, computed=computed,
             watermark=watermarks[0] if watermarks else None, primary_key=pks[0] if pks else (),
             options=options, or_replace="or_replace" in flags, if_not_exists="if_not_exists" in flags,
         )
+
+    def _watermarks(self, children) -> list[st.WatermarkDef]:
+        """The statement's WATERMARK declarations, refused past the first: a source has one event-time clock."""
+        watermarks = [c for c in children if isinstance(c, st.WatermarkDef)]
+        if len(watermarks) > 1:
+            raise SqlSyntaxError(Diagnostic("a source can declare only one WATERMARK", watermarks[1].span, self.source))
+        return watermarks
 
     def or_replace(self, children):
         return lark.Tree("or_replace", [])
@@ -332,7 +336,7 @@ class _Build(Transformer):
 
     @v_args(meta=True)
     def create_table_as(self, meta, children):
-        kind = next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+        kind = _table_kind(children)
         name = next(c for c in children if isinstance(c, st.Name))
         options = next((c for c in children if isinstance(c, dict)), {})
         return st.CreateTableAs(_span(meta), self.source, kind=kind, name=name, options=options,
@@ -439,6 +443,16 @@ class _Build(Transformer):
     def query(self, meta, children):
         q = self._query(children[0])
         return st.QueryStatement(q.span, self.source, query=q)
+
+
+def _table_kind(children) -> str:
+    """``"stream"`` or ``"table"``: which CREATE statement the children come from (see ``kind_stream``)."""
+    return next(c[1] for c in children if isinstance(c, tuple) and c[0] == "kind")
+
+
+def _has_ctas_query(children) -> bool:
+    """Whether the CREATE statement ends in ``AS SELECT``, so its columns come from the query."""
+    return any(isinstance(c, lark.Tree) and c.data == "ctas_query" for c in children)
 
 
 def _setting(key: str | None) -> str | None:

@@ -313,7 +313,18 @@ def _parse_timestamp(s: exp.Expression, pattern: str, *, lenient: bool, tail: st
     Fields default to 1970-01-01 00:00:00 (as Flink). ``lenient`` (SimpleDateFormat) lets a field
     that is not glued to another number have any number of digits.
     """
-    tokens = _java_tokens(pattern)
+    regex, groups = _pattern_regex(_java_tokens(pattern), lenient)
+    regex += tail
+    text = _canonical_timestamp_text(s, regex, groups)
+    return _case((exp.RegexpLike(this=_c(s), expression=_str(regex)), exp.TryCast(this=text, to=DT.build("TIMESTAMP"), safe=True)))
+
+
+def _pattern_regex(tokens: list[tuple[str, str]], lenient: bool) -> tuple[str, dict[str, int]]:
+    """The regex (anchored at the start) a pattern's text must match, and the capture group of each field.
+
+    A pattern letter that is not a numeric field, repeats a field or is longer than the field allows
+    raises ValueError(letters), which the caller turns into a refusal naming them.
+    """
     regex, groups = "^", {}
     for i, (kind, tok) in enumerate(tokens):
         if kind == "text":
@@ -324,14 +335,25 @@ def _parse_timestamp(s: exp.Expression, pattern: str, *, lenient: bool, tail: st
         if field is None or field in groups or len(tok) > longest or tok in ("yy", "yyy"):
             raise ValueError(tok)
         glued = any(0 <= j < len(tokens) and tokens[j][0] == "field" for j in (i - 1, i + 1))
-        width = "+" if lenient and not glued else ("{1,2}" if len(tok) == 1 and not glued else "{%d}" % len(tok))
-        if tok[0] == "y" and not (lenient and not glued):
-            width = "{4}" if len(tok) <= 4 else "{%d}" % len(tok)
-        if tok[0] == "S":
-            width = "{%d}" % len(tok) if glued or not lenient else "+"
-        regex += f"([0-9]{width})"
+        regex += f"([0-9]{_field_digits(tok, glued, lenient)})"
         groups[field] = len(groups) + 1
-    regex += tail
+    return regex, groups
+
+
+def _field_digits(tok: str, glued: bool, lenient: bool) -> str:
+    """The regex repetition of a field's digits: as many as its letters, but any number where lenient
+    parsing allows it (a field glued to another number must keep its width to tell them apart)."""
+    width = "+" if lenient and not glued else ("{1,2}" if len(tok) == 1 and not glued else "{%d}" % len(tok))
+    if tok[0] == "y" and not (lenient and not glued):
+        width = "{4}" if len(tok) <= 4 else "{%d}" % len(tok)
+    if tok[0] == "S":
+        width = "{%d}" % len(tok) if glued or not lenient else "+"
+    return width
+
+
+def _canonical_timestamp_text(s: exp.Expression, regex: str, groups: dict[str, int]) -> exp.Expression:
+    """``yyyy-MM-dd HH:mm:ss[.SSS]`` built from the fields ``regex`` captures out of ``s``; a field the
+    pattern lacks takes its 1970-01-01 00:00:00 default, so both engines cast the same text."""
 
     def part(field: str, default: str, width: int = 0) -> exp.Expression:
         if field not in groups:
@@ -341,9 +363,8 @@ def _parse_timestamp(s: exp.Expression, pattern: str, *, lenient: bool, tail: st
 
     # Flink keeps milliseconds (TO_TIMESTAMP returns TIMESTAMP(3)).
     frac = _concat(_str("."), exp.Left(this=part("fraction", "0"), expression=_num(3))) if "fraction" in groups else _str("")
-    text = _concat(part("year", "1970", 4), _str("-"), part("month", "01", 2), _str("-"), part("day", "01", 2), _str(" "),
+    return _concat(part("year", "1970", 4), _str("-"), part("month", "01", 2), _str("-"), part("day", "01", 2), _str(" "),
                    part("hour", "00", 2), _str(":"), part("minute", "00", 2), _str(":"), part("second", "00", 2), frac)
-    return _case((exp.RegexpLike(this=_c(s), expression=_str(regex)), exp.TryCast(this=text, to=DT.build("TIMESTAMP"), safe=True)))
 
 
 _DEFAULT_PATTERN = "yyyy-MM-dd HH:mm:ss"

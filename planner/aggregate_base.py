@@ -69,11 +69,12 @@ class AggregateKind(ABC):
     sql_names: tuple[str, ...] = ()  # or the names of an anonymous call
     takes_distinct = False  # DISTINCT changes the result
     distinct_is_same = False  # DISTINCT is allowed and changes nothing (MIN, MAX)
+    distinct = False  # the kind of an agg(DISTINCT x) that drops repeated values itself (with_distinct)
     in_over = False  # computed over OVER windows (planner/sqlgen_over.py)
     ordered = False  # its value depends on the arrival order of the rows (_Ordered)
     python = False  # a Python aggregate function (python_aggregate.py)
     skips_nulls = True  # NULL arguments are skipped (ARRAY_AGG keeps them, as Flink)
-    distinct_help = "DISTINCT works with COUNT, SUM, AVG, MIN and MAX"  # the help of a refused agg(DISTINCT x)
+    distinct_help = "DISTINCT works with COUNT, SUM, AVG, MIN, MAX, ARRAY_AGG and COLLECT"  # of a refused agg(DISTINCT x)
     not_on_spark = ""  # why the Spark route cannot compute it (empty: it can)
     numeric_only = False
     integer_only = False
@@ -98,6 +99,11 @@ class AggregateKind(ABC):
             return self
         raise AggregateTypeError(f"{self.name} skips NULL values: RESPECT NULLS is not supported" if self.skips_nulls
                                  else f"{self.name} keeps NULL values: IGNORE NULLS is not supported")
+
+    def with_distinct(self) -> AggregateKind:
+        """The kind for ``agg(DISTINCT x)``: itself where the DISTINCT values are folded as the argument's
+        distinct values (``AggCall.keeps_values``); ARRAY_AGG and COLLECT have kinds of their own."""
+        return self
 
     def with_arguments(self, extra: list[exp.Expression]) -> AggregateKind:
         """The kind for a call with arguments after the first (LISTAGG's separator)."""

@@ -3,6 +3,16 @@
 FIRST_VALUE, LAST_VALUE, LISTAGG and ARRAY_AGG number the rows they
 receive (``SEQ``) and keep, under retractions, each value with its arrival
 number; COLLECT counts its values. Registered in ``aggregate_kinds.KINDS``.
+
+``ARRAY_AGG(DISTINCT x)`` and ``COLLECT(DISTINCT x)`` are kinds of their own
+(``with_distinct``), as Flink computes a DISTINCT aggregate: a per-group map
+of each value's count feeds the inner aggregate a value when its first copy
+arrives and takes it away when its last copy is retracted. Over an
+append-only input that is each value once, where ARRAY_AGG(x) would list it
+first; COLLECT(DISTINCT x) counts each value once::
+
+    x arrives     3  1  3  NULL  1        ARRAY_AGG(DISTINCT x)   [3, 1, NULL]
+                                          COLLECT(DISTINCT x)     {3: 1, 1: 1}
 """
 
 from __future__ import annotations
@@ -51,9 +61,18 @@ class _Ordered(AggregateKind):
             value = (exp.ArgMax if self.how == "last" else exp.ArgMin)(this=v.copy(), expression=present)
         return {"v": value, "o": (exp.Max if self.how == "last" else exp.Min)(this=present.copy())}
 
-    def over_ordered(self, v: exp.Expression, seq: exp.Expression, out: pa.DataType) -> exp.Expression:
-        """The whole aggregate as SQL over the rows' values ``v`` in the order of ``seq``."""
-        return exp.Cast(this=self.batch_items(v, seq)["v"], to=to_sql_type(out))
+    def over_ordered(self, v: exp.Expression, seq: exp.Expression, out: pa.DataType,
+                     first: exp.Expression | None = None) -> exp.Expression:
+        """The whole aggregate as SQL over the rows' values ``v`` in the order of ``seq`` (``first``: a condition
+        true for the first row of each value, which alone counts: the DISTINCT kinds)."""
+        value = self.batch_items(v, seq)["v"]
+        if first is not None:
+            kept = exp.Where(this=first.copy())
+            if isinstance(value, exp.Filter):
+                kept = exp.Where(this=exp.and_(value.expression.this.copy(), first.copy()))
+                value = value.this
+            value = exp.Filter(this=value, expression=kept)
+        return exp.Cast(this=value, to=to_sql_type(out))
 
     def over_values(self, v, arg, out, distinct=False):
         raise AggregateTypeError(f"{self.name} needs the order rows arrive in")
@@ -116,19 +135,29 @@ class ArrayAgg(_Ordered):
     NULLS`` skips them); NULL for no rows.
 
     A retraction takes away the value's earliest occurrence, as Flink's ``ArrayAggFunction.retract``.
+    ``ARRAY_AGG(DISTINCT x)`` (``distinct``) lists each value once (NULL too, unless IGNORE NULLS), where it
+    first arrived; under retractions a value leaves when its last copy does, and comes back at the end.
     """
 
     name = "ARRAY_AGG"
     how = "array"
-    distinct_help = ("not yet (Flink has it); over an append-only input ARRAY_DISTINCT(ARRAY_AGG(x)) gives each "
-                     "value once, in the order it first arrived")
+    takes_distinct = True
 
-    def __init__(self, ignore_nulls: bool = False):
+    def __init__(self, ignore_nulls: bool = False, distinct: bool = False):
         self.skips_nulls = ignore_nulls
+        self.distinct = distinct
+        self.takes_distinct = not distinct  # the DISTINCT kind drops repeats itself (AggCall.keeps_values)
         self.sql_classes = (ArrayAggIgnoringNulls,) if ignore_nulls else (exp.ArrayAgg,)
 
     def with_null_treatment(self, ignore: bool) -> AggregateKind:
         return ARRAY_AGG_IGNORE_NULLS if ignore else ARRAY_AGG
+
+    def with_distinct(self) -> AggregateKind:
+        return ArrayAgg(self.skips_nulls, distinct=True)
+
+    def final_arrow(self, cols, out):
+        merged = cols["v"].cast(out)
+        return first_occurrences(merged.combine_chunks()) if self.distinct else merged
 
     not_on_spark = "Spark SQL's collect_list skips NULL values and takes no order, and ARRAY_AGG keeps both"
 
@@ -145,11 +174,21 @@ class Collect(AggregateKind):
 
     Its partial is the list of the values (merged by concatenation); the counts are made when it is finished.
     Over an updating input the group aggregate keeps the multiset of live values and their counts.
+    ``COLLECT(DISTINCT x)`` (``distinct``) counts each live value once, as Flink's distinct map feeds
+    CollectAggFunction a value only when its first copy arrives.
     """
 
     name = "COLLECT"
     sql_names = ("COLLECT",)
     not_on_spark = "a MULTISET is a MAP of counts, which the Spark lowering does not build"
+    takes_distinct = True
+
+    def __init__(self, distinct: bool = False):
+        self.distinct = distinct
+        self.takes_distinct = not distinct  # the DISTINCT kind counts each value once itself
+
+    def with_distinct(self) -> AggregateKind:
+        return Collect(distinct=True)
 
     def result_type(self, arg):
         element = arg if arg is not None else pa.null()
@@ -159,32 +198,55 @@ class Collect(AggregateKind):
         return (Partial("l", "list", pa.list_(arg if arg is not None else pa.null())),)
 
     def final(self, cols, out):
-        counted = exp.Anonymous(this="LIST_AGGREGATE", expressions=[cols["l"], exp.Literal.string("histogram")])
+        values = exp.Anonymous(this="LIST_DISTINCT", expressions=[cols["l"]]) if self.distinct else cols["l"]
+        counted = exp.Anonymous(this="LIST_AGGREGATE", expressions=[values, exp.Literal.string("histogram")])
         return exp.Cast(this=exp.Coalesce(this=counted, expressions=[exp.Anonymous(this="MAP", expressions=[])]),
                         to=to_sql_type(out))
 
     def final_arrow(self, cols, out):
-        return multiset_of_lists(cols["l"].combine_chunks(), out)
+        return multiset_of_lists(cols["l"].combine_chunks(), out, self.distinct)
 
     def over_multiset(self, v, n, arg, out, distinct=False):
         where = exp.Where(this=exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null())))
         values = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[v.copy()]), expression=where)
-        counts = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[n.copy()]), expression=where.copy())
+        once = exp.Cast(this=exp.Literal.number(1), to=to_sql_type(out.item_type))
+        counts = exp.Filter(this=exp.Anonymous(this="LIST", expressions=[once if self.distinct else n.copy()]),
+                            expression=where.copy())
         built = exp.Anonymous(this="MAP", expressions=[values, counts])
         return exp.Cast(this=exp.Coalesce(this=built, expressions=[exp.Anonymous(this="MAP", expressions=[])]),
                         to=to_sql_type(out))
 
 
-def multiset_of_lists(lists: pa.ListArray, out: pa.DataType) -> pa.MapArray:
-    """Per list, its non-NULL values counted (``out``: ``MAP<T, INT>``); a NULL list is an empty multiset."""
+def multiset_of_lists(lists: pa.ListArray, out: pa.DataType, distinct: bool = False) -> pa.MapArray:
+    """Per list, its non-NULL values counted (``out``: ``MAP<T, INT>``; ``distinct``: each counted once); a NULL
+    list is an empty multiset."""
     values = lists.flatten()
     rows = pa.table({"g": pc.list_parent_indices(lists), "v": values}).filter(pc.is_valid(values))
     counted = rows.group_by(["g", "v"], use_threads=False).aggregate([([], "count_all")]).sort_by([("g", "ascending")])
     per_list = np.bincount(counted.column("g").to_numpy(), minlength=len(lists)) if counted.num_rows \
         else np.zeros(len(lists), np.int64)
     offsets = pa.array(np.concatenate([[0], np.cumsum(per_list)]), pa.int32())
-    return pa.MapArray.from_arrays(offsets, counted.column("v").combine_chunks().cast(out.key_type),
-                                   counted.column("count_all").combine_chunks().cast(out.item_type), type=out)
+    counts = counted.column("count_all").combine_chunks().cast(out.item_type)
+    if distinct:
+        counts = pa.array(np.ones(len(counts), np.int32), pa.int32()).cast(out.item_type)
+    return pa.MapArray.from_arrays(offsets, counted.column("v").combine_chunks().cast(out.key_type), counts, type=out)
+
+
+def first_occurrences(lists: pa.ListArray) -> pa.ListArray:
+    """Per list, each value once, where it first occurs (NULL is a value too); a NULL list stays NULL::
+
+        [3, 1, 3, NULL, 1, NULL]  ->  [3, 1, NULL]
+    """
+    values = lists.flatten()
+    parents = pc.list_parent_indices(lists)
+    rows = pa.table({"g": parents, "v": values, "i": pa.array(np.arange(len(values), dtype=np.int64))})
+    firsts = rows.group_by(["g", "v"], use_threads=False).aggregate([("i", "min")]).column("i_min")
+    kept = np.sort(firsts.to_numpy()) if len(firsts) else np.zeros(0, np.int64)
+    per_list = np.bincount(parents.to_numpy()[kept], minlength=len(lists)) if len(kept) \
+        else np.zeros(len(lists), np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(per_list)]), pa.int32())
+    return pa.ListArray.from_arrays(offsets, values.take(pa.array(kept, pa.int64())), type=lists.type,
+                                    mask=lists.is_null())
 
 
 FIRST_VALUE, LAST_VALUE, LISTAGG = FirstValue(), LastValue(), ListAgg()

@@ -162,7 +162,7 @@ class MaterializedViewDef:
 class FunctionDef:
     """A Python function: ``name`` in SQL, ``internal`` the name it is registered under in DuckDB.
 
-    An aggregate function has its kind (``aggregate``); ``internal`` is then its finisher's name. A table
+    An aggregate function has its kind (``aggregate``); ``internal`` then names its steps (runtime/udaf.py). A table
     function (``table``) gives rows of ``returns`` (a ROW type); DuckDB calls it as a scalar function
     that returns the ARRAY of a row's rows, which ``LATERAL TABLE`` unnests.
     """

@@ -168,8 +168,22 @@ def _has_map(dtype) -> bool:
     return False
 
 
+def _non_string_key(dtype) -> pa.DataType | None:
+    """The key type of a MAP in ``dtype`` (at any depth) whose keys are not strings, if any."""
+    if pa.types.is_map(dtype):
+        if not (pa.types.is_string(dtype.key_type) or pa.types.is_large_string(dtype.key_type)):
+            return dtype.key_type
+        return _non_string_key(dtype.item_type)
+    if pa.types.is_struct(dtype):
+        return next((k for k in (_non_string_key(f.type) for f in dtype) if k is not None), None)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _non_string_key(dtype.value_type)
+    return None
+
+
 def _check_nested_format(schema: Schema, fmt, role: str, span, source) -> None:
-    """CSV and raw cannot hold nested values (nor, in dsms, Avro); JSON sources read ROW and ARRAY but not MAP."""
+    """CSV and raw cannot hold nested values (nor, in dsms, Avro); JSON sources read ROW, ARRAY and MAP<STRING, V>
+    (the change formats not MAP)."""
     name = fmt.name if fmt is not None else None
     for f in schema:
         if not is_nested(f.type):
@@ -180,11 +194,17 @@ def _check_nested_format(schema: Schema, fmt, role: str, span, source) -> None:
                 f"format '{name}' cannot hold column '{f.name}' of type {sql_name(f.type)}: {why}",
                 span, source, help="use format = 'json' (or 'parquet' for files), or flatten the column: "
                                    "SELECT r.a AS r_a, arr[1] AS first ..."))
-        if role == "source" and name in ("json", "debezium-json", "changelog-json") and _has_map(f.type):
+        if role == "source" and name in ("debezium-json", "changelog-json") and _has_map(f.type):
             raise SqlError(Diagnostic(
                 f"column '{f.name}' of type {sql_name(f.type)}: a {name} source cannot read MAP or MULTISET values",
                 span, source, help="declare the object as ROW<key1 T, key2 T, ...> with its keys, "
-                                   "or read the file as parquet"))
+                                   "or read the changes with format = 'json'"))
+        bad_key = _non_string_key(f.type)
+        if role == "source" and name == "json" and bad_key is not None:
+            raise SqlError(Diagnostic(
+                f"column '{f.name}' of type {sql_name(f.type)}: a JSON object's keys are strings, so a json source "
+                f"reads MAP<STRING, V> (and MULTISET<STRING>), not a {sql_name(bad_key)} key (nor does Flink)",
+                span, source, help="declare MAP<STRING, ...> and CAST the keys in the query"))
 
 
 def _bind_columns(stmt: CreateSource) -> list[Field]:

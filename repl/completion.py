@@ -4,9 +4,9 @@
 catalog, so it is tested without a terminal; :class:`SqlCompleter` wraps it
 for prompt-toolkit. It reads the statement around the cursor with the
 shell's tokenizer (never the engine's parser: the text is half typed), finds
-the relations its FROM and JOIN clauses name (with their aliases, and the
-window columns a window TVF adds), and decides from the words before the
-cursor what may come next.
+the relations its FROM and JOIN clauses name (:mod:`.query_relations`: with
+their aliases, and the window columns a window TVF adds), and decides from
+the words before the cursor what may come next.
 
 Example:
     >>> import dsms
@@ -27,12 +27,10 @@ from prompt_toolkit.completion import Completer, Completion
 
 from dsms.planner.connectors import connector_names, find
 from dsms.planner.functions import AGGREGATES, SCALAR_FUNCTIONS
-from dsms.planner.windows import WINDOW_KINDS
 
+from .query_relations import WINDOW_TVFS, Relation, relations
 from .tokens import TYPES, Token, significant, tokenize
 
-WINDOW_TVFS = tuple(WINDOW_KINDS)
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 FUNCTIONS = sorted(set(SCALAR_FUNCTIONS) | AGGREGATES | set(WINDOW_TVFS) | {"DESCRIPTOR", "ROW_NUMBER", "PROCTIME",
                                                                             "LATE"})
 STATEMENTS = ("SELECT", "CREATE", "INSERT INTO", "SHOW", "DESCRIBE", "EXPLAIN", "DROP", "SET", "RESET",
@@ -53,24 +51,12 @@ EXPLAIN_OPTIONS = ("ANALYZE", "LOGICAL", "PHYSICAL", "LOWERED", "SELECT", "CREAT
 TIME_UNITS = ("SECOND", "MINUTE", "HOUR", "DAY")
 META_COMMANDS = ("\\d", "\\i", "\\x", "\\pset", "\\help", "\\q")
 RELATION_KINDS = ("stream", "table", "view", "materialized view")
-# After these a word is a clause keyword, not an alias.
-_NOT_ALIAS = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "ON",
-              "UNION", "EMIT", "ALLOWED", "WINDOW", "FOR", "USING", "OUTER"}
 
 
 @dataclass(frozen=True)
 class Suggestion:
     text: str
     kind: str  # column, stream, table, view, materialized view, sink, function, keyword, type, option, query, command
-
-
-@dataclass(frozen=True)
-class Relation:
-    """A relation a query names, under its alias (or its own name)."""
-
-    alias: str
-    name: str
-    columns: tuple[str, ...]
 
 
 def suggest(text: str, cursor: int, catalog, queries: tuple[str, ...] = (),
@@ -266,20 +252,30 @@ class _Context:
             return _words(CREATE_TARGETS if len(before) == 1 else ("STREAM", "TABLE", "VIEW"), "keyword")
         depth, opener = _open_paren(before)
         if depth == 1 and opener > 0 and before[opener - 1].upper == "WITH":
-            if "MATERIALIZED" in words[:3]:
-                return []
-            role = "sink" if "SINK" in words[:3] else "source"
-            return _with_options(before[opener + 1:], role, self._defined_columns(before[:opener]))
+            return self._create_options(before, opener, words)
         if depth == 1 and ("STREAM" in words[:4] or "TABLE" in words[:4]):
-            if before[-1].text in ("(", ","):
-                return _words(("WATERMARK FOR", "PRIMARY KEY"), "keyword")
-            if before[-2].text in ("(", ",") and before[-1].kind in ("word", "quoted"):
-                return _words(sorted(TYPES), "type")
-            if before[-1].upper == "FOR":
-                return _columns(self._defined_columns(before))
-            return []
+            return self._column_definition(before)
         if depth == 0 and before[-1].upper == "AS":
             return _words(("SELECT",), "keyword")
+        return []
+
+    def _create_options(self, before, opener: int, words: list[str]) -> list[Suggestion]:
+        """Inside CREATE ... WITH (...): the options of a source's or a sink's connector (a materialized
+        view's options are not a connector's, so none are offered)."""
+        if "MATERIALIZED" in words[:3]:
+            return []
+        role = "sink" if "SINK" in words[:3] else "source"
+        return _with_options(before[opener + 1:], role, self._defined_columns(before[:opener]))
+
+    def _column_definition(self, before) -> list[Suggestion]:
+        """Inside CREATE STREAM/TABLE (...): a column's type after its name, WATERMARK FOR / PRIMARY KEY
+        where a new entry starts, the declared columns after WATERMARK FOR."""
+        if before[-1].text in ("(", ","):
+            return _words(("WATERMARK FOR", "PRIMARY KEY"), "keyword")
+        if before[-2].text in ("(", ",") and before[-1].kind in ("word", "quoted"):
+            return _words(sorted(TYPES), "type")
+        if before[-1].upper == "FOR":
+            return _columns(self._defined_columns(before))
         return []
 
     def _defined_columns(self, before) -> list[str]:
@@ -289,34 +285,51 @@ class _Context:
     # -- queries ---------------------------------------------------------------------------
 
     def query(self, before) -> list[Suggestion]:
+        """What may come next in a query: the columns after ``q.``, a relation where one is read, a
+        keyword after a name, else any column, function or keyword."""
         prev = before[-1]
         prev2 = before[-2].upper if len(before) > 1 else ""
         scope = relations(self.stmt, self.catalog)
         if prev.text == "." and len(before) > 1:
-            qualifier = before[-2].name.lower()
-            for rel in scope:
-                if rel.alias.lower() == qualifier:
-                    return _columns(rel.columns)
-            return _columns(self.columns_of(qualifier))
-        relations_ = self.objects(RELATION_KINDS)
-        if prev.upper in ("FROM", "JOIN"):
-            return relations_ + _words(("TABLE",), "keyword")
-        if prev.upper == "TABLE":
-            return [] if prev2 in ("FROM", "JOIN") else relations_  # FROM TABLE(TUMBLE(TABLE s, ...))
-        if prev.text == "(" and prev2 == "TABLE":
-            return _words(WINDOW_TVFS, "function")
-        if prev.text == "(" and prev2 in WINDOW_TVFS:
-            return _words(("TABLE",), "keyword")
+            return self._qualified_columns(before[-2].name.lower(), scope)
+        found = self._relation_to_read(prev, prev2)
+        if found is not None:
+            return found
         if _function_at(before) == "DESCRIPTOR":
             return _columns(c for rel in scope for c in rel.columns)
         if prev.text == "," and _clause(before) == "FROM":
-            return relations_
+            return self.objects(RELATION_KINDS)
         if prev.upper == "AS":
             return _words(sorted(TYPES), "type") if _function_at(before) in ("CAST", "TRY_CAST") else []
         if prev.kind == "string" and prev2 == "INTERVAL":
             return _words(TIME_UNITS, "keyword")
         if prev.kind in ("word", "quoted") and (prev2 in ("AS", ",") or _clause(before) in ("FROM", "JOIN")):
             return _words(QUERY_KEYWORDS, "keyword")  # after a relation, an alias or an expression: a keyword
+        return self._expression_start(scope)
+
+    def _qualified_columns(self, qualifier: str, scope: list[Relation]) -> list[Suggestion]:
+        """The columns after ``q.``: of the relation the statement aliases ``q``, else of the object named ``q``."""
+        for rel in scope:
+            if rel.alias.lower() == qualifier:
+                return _columns(rel.columns)
+        return _columns(self.columns_of(qualifier))
+
+    def _relation_to_read(self, prev: Token, prev2: str) -> list[Suggestion] | None:
+        """After FROM, JOIN or TABLE, and inside ``TABLE(`` or a window TVF's ``(``: what names the relation
+        read there; None elsewhere."""
+        if prev.upper in ("FROM", "JOIN"):
+            return self.objects(RELATION_KINDS) + _words(("TABLE",), "keyword")
+        if prev.upper == "TABLE":
+            return [] if prev2 in ("FROM", "JOIN") else self.objects(RELATION_KINDS)  # FROM TABLE(TUMBLE(TABLE s, ...))
+        if prev.text == "(" and prev2 == "TABLE":
+            return _words(WINDOW_TVFS, "function")
+        if prev.text == "(" and prev2 in WINDOW_TVFS:
+            return _words(("TABLE",), "keyword")
+        return None
+
+    def _expression_start(self, scope: list[Relation]) -> list[Suggestion]:
+        """Where an expression may start: the columns in scope first, then Python and built-in functions,
+        then keywords."""
         columns = [c for rel in scope for c in rel.columns]
         python = sorted(f.name for f in getattr(self.catalog, "functions", {}).values())
         return _columns(columns) + _words(python + FUNCTIONS, "function") + _words(QUERY_KEYWORDS, "keyword")
@@ -353,18 +366,29 @@ def _with_options(inside: list[Token], role: str, columns: list[str]) -> list[Su
     connector = find(_unquote(given["connector"][0])) if given.get("connector") else None
     last = inside[-1].text if inside else "("
     if last == "=":
-        key = entries[-1][0] if entries else ""
-        if key == "connector":
-            return _words((f"'{n}'" for n in connector_names(role)), "option")
-        option = next((o for o in connector.options_for(role) if o.matches(key)), None) if connector else None
-        if option is None:
-            return []
-        values = option.values or (("true", "false") if option.type == "bool" else ())
-        return _words((f"'{v}'" for v in values), "option")
+        return _option_values(entries[-1][0] if entries else "", connector, role)
     if last not in ("(", ","):
         return []
     if connector is None:
         return _words(("connector",), "option")
+    return _words((_option_key(k) for k in _option_keys(connector, role, columns) if k not in given), "option")
+
+
+def _option_values(key: str, connector, role: str) -> list[Suggestion]:
+    """The values ``key =`` may take: the connectors of the role for ``connector``, else the option's
+    choices (true/false for a flag); none for a free-form option or before the connector is known."""
+    if key == "connector":
+        return _words((f"'{n}'" for n in connector_names(role)), "option")
+    option = next((o for o in connector.options_for(role) if o.matches(key)), None) if connector else None
+    if option is None:
+        return []
+    values = option.values or (("true", "false") if option.type == "bool" else ())
+    return _words((f"'{v}'" for v in values), "option")
+
+
+def _option_keys(connector, role: str, columns: list[str]) -> list[str]:
+    """The option keys a connector takes in the role; a per-column pattern (``fields.*.kind``) is spelled
+    out for each declared column, another pattern offers its fixed prefix."""
     keys = []
     for o in connector.options_for(role):
         if o.is_pattern and o.name.startswith("fields.*"):
@@ -373,7 +397,7 @@ def _with_options(inside: list[Token], role: str, columns: list[str]) -> list[Su
             keys.append(o.name.split("*", 1)[0])
         else:
             keys.append(o.name)
-    return _words((_option_key(k) for k in keys if k not in given), "option")
+    return keys
 
 
 def _open_paren(before: list[Token]) -> tuple[int, int]:
@@ -407,87 +431,6 @@ def _clause(before: list[Token]) -> str:
                                         "LIMIT", "WINDOW"):
             return t.upper
     return ""
-
-
-def relations(stmt: list[Token], catalog) -> list[Relation]:
-    """The relations a statement's FROM and JOIN clauses name, with their aliases.
-
-    A window TVF adds ``window_start``, ``window_end`` and ``window_time`` to
-    its table's columns; a subquery's alias has no known columns.
-    """
-    found: list[Relation] = []
-    i = 0
-    while i < len(stmt):
-        if stmt[i].upper in ("FROM", "JOIN"):
-            i = _read_relation(stmt, i + 1, catalog, found)
-            while i < len(stmt) and stmt[i].text == ",":
-                i = _read_relation(stmt, i + 1, catalog, found)
-        else:
-            i += 1
-    return found
-
-
-def _read_relation(ts: list[Token], i: int, catalog, found: list[Relation]) -> int:
-    """Read one relation of a FROM list at ``ts[i]`` into ``found``; the index after it."""
-    if i >= len(ts):
-        return i
-    head = _relation_head(ts, i)
-    if head is None:
-        return i
-    name, extra, i = head
-    alias, i = _alias(ts, i)
-    obj = catalog.get(name) if name else None
-    columns = tuple(f.name for f in obj.schema) + extra if obj is not None else ()
-    if name or alias:
-        found.append(Relation(alias or name, obj.name if obj is not None else (name or ""), columns))
-    return i
-
-
-def _relation_head(ts: list[Token], i: int) -> tuple[str | None, tuple[str, ...], int] | None:
-    """What a relation reads (a name, and the columns a window TVF adds) and where its alias would be."""
-    if ts[i].upper == "TABLE" and i + 1 < len(ts) and ts[i + 1].text == "(":
-        end = _matching(ts, i + 1)
-        inner = ts[i + 2:end]  # TUMBLE ( TABLE name , DESCRIPTOR ( ts ) , ... )
-        if len(inner) > 3 and inner[2].upper == "TABLE":
-            return inner[3].name, WINDOW_COLUMNS if inner[0].upper in WINDOW_TVFS else (), end + 1
-        return None, (), end + 1
-    if ts[i].text == "(":
-        return None, (), _matching(ts, i) + 1  # a subquery
-    if ts[i].kind not in ("word", "quoted") and ts[i].upper != "LATE":
-        return None
-    if ts[i].upper == "LATE" and i + 2 < len(ts) and ts[i + 1].text == "(":
-        name, i = ts[i + 2].name, _matching(ts, i + 1) + 1  # LATE(s): the late events of s
-    else:
-        name, i = ts[i].name, i + 1
-    if i < len(ts) and ts[i].text == "[":
-        i = _matching(ts, i, "[", "]") + 1  # a CQL window: s [RANGE ...]
-    if i + 4 < len(ts) and ts[i].upper == "FOR" and ts[i + 1].upper == "SYSTEM_TIME":
-        i += 5  # FOR SYSTEM_TIME AS OF <column>, maybe qualified
-        while i + 1 < len(ts) and ts[i].text == ".":
-            i += 2
-    return name, (), i
-
-
-def _alias(ts: list[Token], i: int) -> tuple[str | None, int]:
-    """A relation's alias at ``ts[i]`` (``AS a`` or ``a``), and the index after it."""
-    if i < len(ts) and ts[i].upper == "AS" and i + 1 < len(ts) and ts[i + 1].kind in ("word", "quoted"):
-        return ts[i + 1].name, i + 2
-    if i < len(ts) and ts[i].kind in ("word", "quoted") and ts[i].upper not in _NOT_ALIAS:
-        return ts[i].name, i + 1
-    return None, i
-
-
-def _matching(ts: list[Token], i: int, open_: str = "(", close: str = ")") -> int:
-    """The index of the bracket that closes ``ts[i]`` (the last token if it is not closed yet)."""
-    depth = 0
-    for j in range(i, len(ts)):
-        if ts[j].text == open_:
-            depth += 1
-        elif ts[j].text == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(ts) - 1
 
 
 class SqlCompleter(Completer):

@@ -13,15 +13,15 @@ For a partitioned reader (Kafka: ``batch_partitions`` says which partition
 each row came from) that is exactly the runtime's source rule
 (``runtime/operators/source.py``): the source's watermark is the minimum
 over its unfinished partitions of their largest time so far, so a row's
-``__mx`` is the smaller of its own partition's running maximum and the
-other unfinished partitions' maxima (NULL while one of them has none).
-The order partitions interleave in depends on the broker, on every route;
-within a partition it is the log's order::
+``__mx`` is the smallest over the unfinished partitions of their largest
+time before the row (NULL while one of them has none). The order
+partitions interleave in depends on the broker, on every route; within a
+partition it is the log's order::
 
-    batches   [p0: 10] [p1: 4] [p0: 14] [p1: 12] [p0: 11]   (p2 finished)
-    own max     -        -      10       4        14
-    others      -       10       4      14        12     (the other partitions' maxima before the batch)
-    __mx       NULL     NULL     4       4        12     late if ts < __mx - bound
+    rows      p0: 10   p1: 4   p0: 14   p1: 12   p0: 11   (p2 finished)
+    p0 max      -       10      10       14       14
+    p1 max      -        -       4        4       12
+    __mx       NULL     NULL     4        4       12     the window judges against __mx - bound
 
 The whole read happens where the route reads it (the driver on Spark):
 a bounded read of a topic is one stream, in the order its reader gives.
@@ -41,7 +41,7 @@ from .connectors.base import SourceContext
 from .connectors.factory import open_source, read_request
 from .duck import Duck, conform
 from .operators.base import MIN_WATERMARK
-from .operators.source import event_times, running_max_before
+from .operators.source import event_times, partitioned_max_before, running_max_before
 
 
 def read_source_scan(spec: ScanSpec, batch_rows: int, stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
@@ -103,14 +103,7 @@ class _Order:
         top = int(ts.max()) if n else MIN_WATERMARK
         if parts is None or not self.partitions:
             before, self.top = running_max_before(ts, self.top)
-        else:
-            before = np.empty(n, dtype=np.int64)
-            prior = dict(self.maxima)  # the other partitions count as they were before the batch, as at run time
-            for slot in np.unique(parts):  # a loop over the batch's partitions, not its rows
-                rows = np.flatnonzero(parts == slot)
-                own, self.maxima[int(slot)] = running_max_before(ts[rows], self.maxima.get(int(slot), MIN_WATERMARK))
-                others = [prior.get(i, MIN_WATERMARK) for i in range(self.partitions)
-                          if i != int(slot) and i not in done]
-                low = min(others) if others else np.iinfo(np.int64).max
-                before[rows] = np.minimum(own, low)
+        else:  # the other partitions count as they stand before each row, as at run time
+            holding = [i for i in range(self.partitions) if i not in done]
+            before, self.maxima = partitioned_max_before(ts, parts, self.maxima, holding, set(done))
         return pa.array(before, pa.int64(), mask=before == MIN_WATERMARK), top

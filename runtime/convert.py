@@ -48,39 +48,52 @@ def to_table(rows, schema: pa.Schema, columns: list[str] | None = None) -> pa.Ta
     dicts (missing keys are NULL), or a list of tuples in ``columns`` order
     (default: the schema's order). Columns not given are NULL.
     """
-    names = list(columns) if columns is not None else schema.names
-    if isinstance(rows, pa.RecordBatch):
-        rows = pa.Table.from_batches([rows])
-    if not isinstance(rows, pa.Table):
-        if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # pandas
-            rows = pa.Table.from_pandas(rows, preserve_index=False)
-        else:
-            rows = list(rows)
-            if rows and isinstance(rows[0], dict):
-                keys = {k.lower(): k for r in rows for k in r}
-                unknown = [k for k in keys if schema.get_field_index(_match(schema, k)) < 0]
-                if unknown:
-                    raise RowError(f"unknown column '{keys[unknown[0]]}'; columns are {', '.join(schema.names)}")
-                data = {f.name: [_get(r, f.name) for r in rows] for f in schema}
-                rows = pa.table({f.name: _array(data[f.name], f) for f in schema})
-            else:
-                width = len(names)
-                for r in rows:
-                    if len(r) != width:
-                        raise RowError(f"a row has {len(r)} values, expected {width} ({', '.join(names)})")
-                cols = list(zip(*rows)) if rows else [[] for _ in names]
-                rows = pa.table({n: _array(list(c), schema.field(_match(schema, n.lower())) if
-                                           schema.get_field_index(_match(schema, n.lower())) >= 0 else None)
-                                 for n, c in zip(names, cols)})
-    by_lower = {n.lower(): n for n in rows.column_names}
+    table = _as_arrow(rows, schema, list(columns) if columns is not None else schema.names)
+    by_lower = {n.lower(): n for n in table.column_names}
     arrays = []
     for f in schema:
         present = by_lower.get(f.name.lower())
         if present is None:
-            arrays.append(pa.nulls(rows.num_rows, f.type))
+            arrays.append(pa.nulls(table.num_rows, f.type))
         else:
-            arrays.append(cast_column(rows.column(present), f.type, f.name))
+            arrays.append(cast_column(table.column(present), f.type, f.name))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _as_arrow(rows, schema: pa.Schema, names: list[str]) -> pa.Table:
+    """``rows`` as an Arrow table of the columns it gives (not yet cast to the schema)."""
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    if isinstance(rows, pa.Table):
+        return rows
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # pandas
+        return pa.Table.from_pandas(rows, preserve_index=False)
+    rows = list(rows)
+    if rows and isinstance(rows[0], dict):
+        return _from_dicts(rows, schema)
+    return _from_tuples(rows, schema, names)
+
+
+def _from_dicts(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    keys = {k.lower(): k for r in rows for k in r}
+    unknown = [k for k in keys if schema.get_field_index(_match(schema, k)) < 0]
+    if unknown:
+        raise RowError(f"unknown column '{keys[unknown[0]]}'; columns are {', '.join(schema.names)}")
+    return pa.table({f.name: _array([_get(r, f.name) for r in rows], f) for f in schema})
+
+
+def _from_tuples(rows: list, schema: pa.Schema, names: list[str]) -> pa.Table:
+    width = len(names)
+    for r in rows:
+        if len(r) != width:
+            raise RowError(f"a row has {len(r)} values, expected {width} ({', '.join(names)})")
+    cols = list(zip(*rows)) if rows else [[] for _ in names]
+
+    def field(name: str) -> pa.Field | None:
+        index = schema.get_field_index(_match(schema, name.lower()))
+        return schema.field(index) if index >= 0 else None
+
+    return pa.table({n: _array(list(c), field(n)) for n, c in zip(names, cols)})
 
 
 def _array(values: list, field: pa.Field | None) -> pa.Array:

@@ -12,9 +12,8 @@ takes plain Python values (``None`` for NULL, as Flink passes it); it is
 called once per distinct argument value when it has one argument (the
 batch is dictionary-encoded), else once per row.
 
-A Python *aggregate function* is called through its finisher
-(:func:`aggregate_finisher`, ``planner/python_aggregate.py``): a function
-over the lists of values of each group.
+A Python *aggregate function* registers its accumulator steps here too
+(``runtime/udaf.py``).
 
 A *table function* (``LATERAL TABLE``) gives rows: :func:`table_rows` makes
 it a function over plain values that returns the list of a row's rows,
@@ -210,47 +209,7 @@ def table_rows(func: Callable, row: pa.StructType) -> Callable:
     return rows
 
 
-def aggregate_finisher(function) -> Callable:
-    """The finisher of a Python aggregate ``function`` (``create_accumulator``, ``accumulate``, ``get_value``):
-    ``(values, counts)`` list arrays -> one result per list, each value accumulated its count times (once when
-    ``counts`` is NULL); NULL values are skipped, as the built-in aggregates skip them.
-
-    Example:
-        >>> class Total:
-        ...     def create_accumulator(self): return [0]
-        ...     def accumulate(self, acc, v): acc[0] += v
-        ...     def get_value(self, acc): return acc[0]
-        >>> aggregate_finisher(Total())(pa.array([[1, 2], [], None]), pa.array([[2, 1], None, None]))
-        [4, 0, 0]
-    """
-    def finish(values: pa.Array, counts: pa.Array | None = None) -> list:
-        lists = values.to_pylist()
-        repeats = counts.to_pylist() if counts is not None else [None] * len(lists)
-        out = []
-        for group, times in zip(lists, repeats):
-            acc = function.create_accumulator()
-            for i, v in enumerate(group or ()):
-                if v is not None:
-                    for _ in range(int(times[i]) if times else 1):
-                        function.accumulate(acc, v)
-            out.append(function.get_value(acc))
-        return out
-
-    return finish
-
-
-def finish_in_arrow(fn: PythonFunction, where: str) -> Callable[[pa.Array], pa.Array]:
-    """``fn`` (a registered finisher) over a list array alone, its failure a PythonFunctionError naming ``where``."""
-    def finish(values: pa.Array) -> pa.Array:
-        try:
-            return fn(values, pa.nulls(len(values), pa.list_(pa.int64())))
-        except UdfError as e:
-            raise PythonFunctionError(f"{e} (in {where})") from None
-
-    return finish
-
-
-_FUNCTIONS: dict[str, PythonFunction] = {}
+_FUNCTIONS: dict[str, PythonFunction] = {}  # and the steps of aggregate functions (udaf.AggregateStep)
 
 
 def register(fn: PythonFunction) -> None:

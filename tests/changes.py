@@ -188,3 +188,28 @@ def as_log(engine: dsms.Engine, name: str, part: pa.Table) -> pa.Table:
     log = engine.scheduler.memory_log(source)
     table = to_table(part, data_schema(log))
     return keyed_changes(table, source.primary_key, 0, name) if source.kind == "table" else table
+
+
+ACCT_DDL = ("CREATE TABLE acct (id BIGINT, k STRING, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) "
+            "WITH (connector = 'memory')")
+ACCT_SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("v", pa.int64())])
+
+
+def churn_acct(engine: dsms.Engine, q: dsms.QueryHandle, rng: random.Random, keys, values,
+               rounds: int = 60) -> tuple[list[pa.Table], pa.Table]:
+    """Random upserts and deletes into ``acct`` (ACCT_DDL) in small batches; the changes ``q`` emitted,
+    and the rows that remain (what an oracle aggregates)."""
+    state: dict[int, dict] = {}
+    collected = []
+    for _ in range(rounds):
+        batch = [{"id": rng.randrange(25), "k": rng.choice(keys), "v": rng.choice(values)}
+                 for _ in range(rng.randint(1, 6))]
+        engine.insert("acct", batch)
+        state.update({r["id"]: r for r in batch})
+        gone = [i for i in list(state) if rng.random() < 0.05]
+        if gone:
+            engine.delete("acct", [(i,) for i in gone])
+            for i in gone:
+                del state[i]
+        collected += list(q.changes())
+    return collected, pa.Table.from_pylist(list(state.values()), schema=ACCT_SCHEMA)

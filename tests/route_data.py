@@ -153,7 +153,7 @@ def generate(root: str) -> Data:
     t_changes = [{"k": r["k"], "rate": r["rate"], "ts": r["ts"], "op": "-D" if r["deleted"] else "+I"} for r in t]
     data.tables = {
         "s_all": _with_seq(s), "s": _with_seq(_on_time(s, 2)), "s_late": _on_time(s, 2, keep_late=True),
-        "s5": _on_time(s, 5), "s_arr": _arrived(s, 2), "s_arr_seq": _arrived(_with_seq(s), 2), "sc_arr": _arrived(s, 2, shift_s=1),
+        "s5": _on_time(s, 5), "s5_arr": _arrived(s, 5), "s_arr": _arrived(s, 2), "s_arr_seq": _arrived(_with_seq(s), 2), "sc_arr": _arrived(s, 2, shift_s=1),
         "s2_arr": _arrived(s2, 1), "s2_all": _with_seq(s2), "s2": _with_seq(_on_time(s2, 1)), "c_all": c,
         "t_changes": _changes_table(t_changes, 1), "d_changes": _changes_table(d_changes, 1)}
     return data

@@ -92,6 +92,8 @@ TUMBLE10_ORACLE = f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, CO
 # A window operator counts an event in a window that was open when it arrived: the watermark then (``wm``,
 # NULL for a source's first event) below the window's last millisecond (Flink's rule).
 OPEN = "(wm IS NULL OR {end} - INTERVAL 1 MILLISECOND > wm)"
+TUMBLE10_OPEN = (f"SELECT {tumble(10)} AS ws, ws + INTERVAL '10 seconds', k, COUNT(*), SUM(v) FROM {{src}} "
+                 f"WHERE {OPEN.format(end='ws + INTERVAL 10 SECOND')} GROUP BY ALL")
 INSTANTS = f"""(SELECT {tumble(5)} + INTERVAL '5 seconds' AS i0, k, wm FROM s_arr)"""
 CQL_RELATION = """(SELECT i, k, COUNT(*) AS n FROM (SELECT unnest(range(i0, i0 + INTERVAL '10 seconds',
                   INTERVAL '5 seconds')) AS i, k, wm FROM {instants}) WHERE {open} GROUP BY ALL)""".format(
@@ -301,9 +303,12 @@ SHAPES = [
     Shape("regular_join_stream_table_full", "SELECT s.v, t.k AS tk, t.rate FROM s FULL JOIN t ON s.k = t.k "
           "AND t.rate > 50", f"SELECT s.v, t.k, t.rate FROM s_all s FULL JOIN ({final_state('t_changes', 'rate')}) t "
           "ON s.k = t.k AND t.rate > 50"),
-    Shape("emit_changes", TUMBLE10 + " EMIT CHANGES", TUMBLE10_ORACLE.format(src="s")),
-    Shape("emit_changes_every", TUMBLE10 + " EMIT CHANGES EVERY INTERVAL '1' SECOND", TUMBLE10_ORACLE.format(src="s")),
-    Shape("allowed_lateness", TUMBLE10 + " ALLOWED LATENESS INTERVAL '3' SECOND", TUMBLE10_ORACLE.format(src="s5")),
+    # Windows with a policy judge per window too: a window takes an event while its last millisecond plus
+    # the allowed lateness is above the watermark when it arrived (s5_arr: wm less 2 + 3 s).
+    Shape("emit_changes", TUMBLE10 + " EMIT CHANGES", TUMBLE10_OPEN.format(src="s_arr")),
+    Shape("emit_changes_every", TUMBLE10 + " EMIT CHANGES EVERY INTERVAL '1' SECOND",
+          TUMBLE10_OPEN.format(src="s_arr")),
+    Shape("allowed_lateness", TUMBLE10 + " ALLOWED LATENESS INTERVAL '3' SECOND", TUMBLE10_OPEN.format(src="s5_arr")),
     Shape("late_events", "SELECT k, v, ts FROM LATE(s)", "SELECT k, v, ts FROM s_late"),
     Shape("cql_rstream", "RSTREAM(SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k)",
           f"SELECT k, n FROM {CQL_RELATION}"),
@@ -320,8 +325,11 @@ SHAPES = [
           "WHERE NOT EXISTS (SELECT 1 FROM s_arr_seq AS j WHERE j.k IS NOT DISTINCT FROM i.k AND j.seq < i.seq "
           "AND j.ts BETWEEN i.ts AND i.wm AND (j.wm IS NULL OR j.wm < i.wm))"),
     Shape("cql_rows_window_aggregate", "SELECT k, MAX(v) AS hi FROM s [PARTITION BY k ROWS 3] GROUP BY k",
-          # the latest row per key (a Top-N by time) judges late events at the source: only on-time rows
-          "SELECT k, MAX(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) FROM s "
+          # the OVER ROWS frame's late rule (as cql_rows_window_aggregate_istream), then the latest row per key
+          # (keep-last deduplication drops nothing)
+          "SELECT k, hi FROM (SELECT k, ts, seq, MAX(v) OVER (PARTITION BY k ORDER BY ts, seq ROWS 2 PRECEDING) AS hi "
+          "FROM s_arr_seq AS i WHERE NOT EXISTS (SELECT 1 FROM s_arr_seq AS j WHERE j.k IS NOT DISTINCT FROM i.k "
+          "AND j.seq < i.seq AND j.ts BETWEEN i.ts AND i.wm AND (j.wm IS NULL OR j.wm < i.wm))) "
           "QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
     Shape("cql_relation", "SELECT k, COUNT(*) AS n FROM s [RANGE 10 SECONDS SLIDE 5 SECONDS] GROUP BY k",
           "SELECT 'x', 1 WHERE FALSE", min_rows=0),

@@ -35,6 +35,8 @@ CASES = [
     ("CREATE STREAM s (a BIGINT, b /*a*/WIBBLE/*a*/) WITH (connector = 'memory')", "unknown or unsupported type", None),
     ("CREATE STREAM s (a BIGINT, WATERMARK FOR /*a*/b/*a*/ AS b) WITH (connector = 'memory')",
      "unknown column 'b' in WATERMARK", None),
+    ("CREATE STREAM s (t TIMESTAMP(3), WATERMARK FOR t AS t, /*a*/WATERMARK FOR t AS t/*a*/) "
+     "WITH (connector = 'memory')", "a source can declare only one WATERMARK", None),
     ("SHOW /*a*/STREAMZ/*a*/", "unexpected 'STREAMZ'", "STREAMS"),
 ]
 

@@ -232,6 +232,9 @@ REFUSED = [
     ("SELECT * FROM s ORDER BY ts LIMIT 9223372036854775808", "larger than a BIGINT"),
     ("CREATE STREAM p2 (k VARCHAR, pt AS ()) WITH (connector = 'memory')", "computed column 'pt'"),
     ("CREATE STREAMX (k VARCHAR) WITH (connector = 'memory')", "did you mean 'STREAM X'?"),
+    ("SELECT JSON_QUERY(, '$.a') FROM s", "needs the JSON text first"),
+    ("SELECT TRIM(k FROM s", "expecting )"),
+    ("SELECT JSON_ARRAY(x, k IS JSON FROM s", "expecting )"),
     ("SELECT " + " + ".join(["x"] * 2000) + " AS y FROM s", "nested too deeply"),
 ]
 

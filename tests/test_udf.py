@@ -346,31 +346,16 @@ def test_dsms_run_imports_a_function_from_the_scripts_folder_and_reports_its_fai
 def test_a_function_over_an_updating_table_retracts_what_it_emitted():
     import random
 
-    from changes import final_table, ops
+    from changes import ACCT_DDL, churn_acct, final_table, ops
 
     rng = random.Random(9)
     engine = dsms.Engine()
     define(engine)
-    engine.execute("CREATE TABLE acct (id BIGINT, k STRING, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) "
-                   "WITH (connector = 'memory')")
+    engine.execute(ACCT_DDL)
     q = engine.query("SELECT shout(k) AS s, SUM(twice(v)) AS total, COUNT(*) AS n FROM acct GROUP BY shout(k)")
-    state: dict[int, dict] = {}
-    collected = []
-    for _ in range(60):  # upserts and deletes in small batches
-        batch = [{"id": rng.randrange(25), "k": rng.choice(["a", "b", "c", None]), "v": rng.randrange(-9, 30)}
-                 for _ in range(rng.randint(1, 6))]
-        engine.insert("acct", batch)
-        state.update({r["id"]: r for r in batch})
-        gone = [i for i in list(state) if rng.random() < 0.05]
-        if gone:
-            engine.delete("acct", [(i,) for i in gone])
-            for i in gone:
-                del state[i]
-        collected += list(q.changes())
+    collected, current = churn_acct(engine, q, rng, ["a", "b", "c", None], range(-9, 30))
     assert {"-U", "+U"} <= ops(collected)
     final = final_table(collected)
-    current = pa.Table.from_pylist(list(state.values()), schema=pa.schema([("id", pa.int64()), ("k", pa.string()),
-                                                                           ("v", pa.int64())]))
     expected = duck("SELECT COALESCE(UPPER(k) || '!', 'NONE') AS s, SUM(v * 2) AS total, COUNT(*) AS n FROM acct "
                     "GROUP BY ALL", acct=current)
     assert rows(final) == rows(expected)

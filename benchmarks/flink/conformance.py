@@ -78,11 +78,16 @@ def all_ddl(paths: dict, flink: bool) -> list[str]:
 
 
 def run_flink(paths: dict, cases: list[dict], watermark_interval_ms: int = 0, parallelism: int = 1) -> dict:
-    """Run the cases in Flink: one job per case, one mini-cluster per session time zone."""
+    """Run the cases in Flink: one job per case, one mini-cluster per session time zone and Flink configuration
+    (a case's ``flink_config``: what dsms spells in the query, e.g. ``table.exec.emit.allow-lateness``)."""
     result: dict = {}
-    for zone in dict.fromkeys(c.get("zone") for c in cases):
-        group = [c for c in cases if c.get("zone") == zone]
-        config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms"}
+
+    def setting(c: dict) -> tuple:
+        return c.get("zone"), tuple(sorted(c.get("flink_config", {}).items()))
+
+    for zone, extra in dict.fromkeys(setting(c) for c in cases):
+        group = [c for c in cases if setting(c) == (zone, extra)]
+        config = {"pipeline.auto-watermark-interval": f"{watermark_interval_ms} ms", **dict(extra)}
         if zone:
             config["table.local-time-zone"] = zone
         if any(c.get("python") for c in group):
@@ -116,14 +121,15 @@ def run_dsms(paths: dict, case: dict) -> dict:
         for view in case.get("views", []):
             engine.execute(view)
         began = time.perf_counter()
-        q = engine.query(case["sql"])
+        q = engine.query(case.get("dsms_sql", case["sql"]))  # dsms spells some Flink settings in the query
         rows = []
         for batch in q.changes():
+            types = [f.type for f in batch.schema if f.name != "op"]
             for r in batch.to_pylist():
                 op = r.pop("op")
-                rows.append([op] + [value(v) for v in r.values()])
+                rows.append([op] + [value(v, t) for v, t in zip(r.values(), types)])
         final = q.snapshot()
-        snapshot = [[value(v) for v in r.values()] for r in final.to_pylist()]
+        snapshot = [[value(v, t) for v, t in zip(r.values(), final.schema.types)] for r in final.to_pylist()]
         # The snapshot's schema: QueryHandle.schema of an updating query also lists the internal __op column.
         return {"columns": final.schema.names, "types": [arrow_type(t) for t in final.schema.types], "rows": rows,
                 "snapshot": snapshot, "late": dict(q.job.late), "seconds": time.perf_counter() - began}
@@ -133,8 +139,15 @@ def run_dsms(paths: dict, case: dict) -> dict:
         engine.close()
 
 
-def value(v):
-    """As runner.py gives Flink's values: timestamps as text, dates and times in ISO form, decimals tagged."""
+def value(v, t=None):
+    """As runner.py gives Flink's values: timestamps as text, dates and times in ISO form, decimals tagged; a MAP
+    (of Arrow type ``t``, whose values Arrow gives as pairs) as a dict, also an empty one."""
+    import pyarrow as pa
+
+    if t is not None and v is not None and pa.types.is_map(t):
+        return {str(a): value(b, t.item_type) for a, b in v}
+    if t is not None and v is not None and pa.types.is_list(t):
+        return [value(x, t.value_type) for x in v]
     if isinstance(v, dt.datetime):
         return timestamp_text(v)
     if isinstance(v, (dt.date, dt.time)):

@@ -41,8 +41,20 @@ JSON_VALUE_CAST = ("Flink 2.3 fails the job on JSON_VALUE(j, '$.k' RETURNING INT
 MULTISET_AS_MAP = ("COLLECT gives a MULTISET<T> in Flink; dsms keeps a MULTISET as the MAP<T, INT> of each value's "
                    "count (docs/types.md), the same pairs")
 HOLD = ["CREATE TEMPORARY SYSTEM FUNCTION py_hold AS 'conformance_udfs.hold' LANGUAGE PYTHON"]
+DISTINCT_IN_WINDOW = ("Flink 2.3 merges a window's pieces (local and global window aggregation) through its distinct "
+                      "map, so ARRAY_AGG(DISTINCT x) in a window lists the values in that hash map's order ([0, -1, "
+                      "NULL, 1, -2, 2, ...]); dsms lists them where they first arrived (docs/sql.md): the same "
+                      "values, in another order. The group aggregates agree exactly")
+PYTHON_TVF_AGGREGATE = ("Flink 2.3 plans a window TVF aggregate that calls a Python aggregate function as a group "
+                        "aggregate over the TVF's rows (an updating result, no window operator), so an event behind "
+                        "the watermark still updates its window; dsms runs it as a window aggregate, which drops "
+                        "such events as Flink's window operator does (the group-window form, "
+                        "python_aggregate_in_a_tumble, agrees)")
 PYTHON_FUNCTIONS = ["CREATE TEMPORARY SYSTEM FUNCTION py_label AS 'conformance_udfs.label' LANGUAGE PYTHON",
-                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON"]
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_scaled AS 'conformance_udfs.scaled' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_url_parts AS 'conformance_udfs.url_parts' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_wsum AS 'conformance_udfs.weighted_sum' LANGUAGE PYTHON",
+                    "CREATE TEMPORARY SYSTEM FUNCTION py_spread AS 'conformance_udfs.spread' LANGUAGE PYTHON"]
 
 CASES = [
     {"name": "tumble_count_sum_avg", "known": {"types": SUM_INT},
@@ -160,6 +172,15 @@ CASES = [
                   SELECT window_start, window_end, id, v, ROW_NUMBER() OVER (
                     PARTITION BY window_start, window_end ORDER BY v DESC) AS rn
                   FROM {tvf('TUMBLE', 'ooo', M1)}) WHERE rn <= 2"""},
+    # Allowed lateness (docs/time.md): Flink's group window operator with table.exec.emit.allow-lateness drops an
+    # event only when its window's last millisecond plus the lateness is at or below the watermark, and late-fires
+    # an update otherwise: :40 (watermark :65) and :65 (:125) update fired windows; :178 and :150 (:195) are dropped.
+    {"name": "late_allow_lateness_group_window",
+     "flink_config": {"table.exec.emit.allow-lateness": "10 s", "table.exec.emit.late-fire.enabled": "true",
+                      "table.exec.emit.late-fire.delay": "0 s"},
+     "sql": f"SELECT TUMBLE_START(ts, {M1}) AS ws, COUNT(*) AS n, MAX(v) AS mx FROM ooo GROUP BY TUMBLE(ts, {M1})",
+     "dsms_sql": f"""SELECT TUMBLE_START(ts, {M1}) AS ws, COUNT(*) AS n, MAX(v) AS mx FROM ooo GROUP BY TUMBLE(ts, {M1})
+                     ALLOWED LATENESS INTERVAL '10' SECOND"""},
     # Nested JSON (docs/types.md): ROW and ARRAY access, constructors and functions, UNNEST.
     {"name": "nested_json_access",
      "sql": """SELECT id, customer.name AS name, customer.tags[1] AS first_tag, customer.tags[4] AS fourth,
@@ -171,6 +192,13 @@ CASES = [
                       ARRAY_CONTAINS(customer.tags, 'a') AS has_a, MAP['k', id]['k'] AS mk,
                       CARDINALITY(ARRAY_SLICE(customer.tags, 2)) AS rest
                FROM orders"""},
+    # JSON objects read as MAPs (profiles.jsonl): whole, by key, nested in a ROW, holding ARRAYs, unnested.
+    {"name": "nested_json_map_columns", "sql": "SELECT id, attrs, labels, info.extra AS extra FROM profiles"},
+    {"name": "nested_json_map_access",
+     "sql": """SELECT id, attrs['a'] AS a, CARDINALITY(attrs) AS n, labels['x'][1] AS x1,
+                      CARDINALITY(labels['y']) AS ny, info.name AS name, info.extra['p'] AS p FROM profiles"""},
+    {"name": "nested_json_map_unnest",
+     "sql": "SELECT id, k, v FROM profiles CROSS JOIN UNNEST(attrs) AS t(k, v)"},
     {"name": "nested_unnest_rows",
      "sql": "SELECT id, sku, qty FROM orders CROSS JOIN UNNEST(items) AS t(sku, qty)"},
     {"name": "nested_unnest_ordinality",
@@ -298,6 +326,18 @@ CASES = [
      "sql": f"""SELECT window_start, window_end, LISTAGG(k) AS lk FROM {tvf('HOP', 'ev', S5, S15)} {GROUP_W}"""},
     {"name": "aggfam_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
      "sql": "SELECT label, ARRAY_AGG(rate) AS ar, COLLECT(k) AS ck, COUNT(*) AS n FROM rates GROUP BY label"},
+    # ARRAY_AGG(DISTINCT) and COLLECT(DISTINCT): Flink's distinct map feeds each value once, at its first copy,
+    # and takes it away with its last (an updating input).
+    {"name": "aggfam_distinct_array_agg_collect_group", "known": {"types": MULTISET_AS_MAP},
+     "sql": """SELECT k, CAST(ARRAY_AGG(DISTINCT MOD(v, 7)) AS STRING) AS av, ARRAY_AGG(DISTINCT url IGNORE NULLS) AS au,
+               COLLECT(DISTINCT MOD(v, 7)) AS cv FROM ev2 GROUP BY k"""},
+    {"name": "aggfam_distinct_array_agg_collect_updating_table", "known": {"types": MULTISET_AS_MAP},
+     "sql": """SELECT MOD(rate, 2) AS m, ARRAY_AGG(DISTINCT MOD(rate, 6)) AS am, COLLECT(DISTINCT MOD(rate, 6)) AS cm,
+               COUNT(*) AS n FROM rates GROUP BY MOD(rate, 2)"""},
+    {"name": "aggfam_distinct_array_agg_collect_tumble", "known": {"types": MULTISET_AS_MAP, "rows": DISTINCT_IN_WINDOW},
+     "sql": f"""SELECT window_start, window_end, k, CAST(ARRAY_AGG(DISTINCT MOD(v, 7)) AS STRING) AS av,
+                       COLLECT(DISTINCT url) AS cu
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
     {"name": "aggfam_cube_table",
      "sql": "SELECT label, MOD(rate, 2) AS odd, COUNT(*) AS n, MAX(rate) AS mx FROM rates GROUP BY CUBE (label, MOD(rate, 2))"},
     {"name": "nexmark_q5_window_join",
@@ -397,6 +437,22 @@ CASES = [
     {"name": "python_twin_builtin_tumble",
      "sql": f"""SELECT window_start, window_end, CONCAT(k, ':0') AS l, SUM(CAST(v AS BIGINT) * 3 - 1) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, CONCAT(k, ':0')"""},
+    # A Python table function (LATERAL TABLE) and Python aggregate functions (accumulate, retract, merge).
+    {"name": "python_table_function", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT id, part, n FROM ev, LATERAL TABLE(py_url_parts(url)) AS t(part, n) WHERE id % 3 = 0"},
+    {"name": "python_aggregate_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": """SELECT TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, TUMBLE_END(ts, INTERVAL '10' SECOND) AS we, k,
+                      py_wsum(v, price) AS ws2, py_spread(v) AS sp, COUNT(*) AS n
+               FROM ev GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k"""},
+    {"name": "python_aggregate_in_a_hop", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": """SELECT HOP_START(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND) AS ws, k, py_wsum(v, price) AS ws2
+               FROM ev GROUP BY HOP(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND), k"""},
+    {"name": "python_aggregate_in_a_tumble_tvf", "python": True, "views": PYTHON_FUNCTIONS,
+     "known": {"rows": PYTHON_TVF_AGGREGATE},
+     "sql": f"""SELECT window_start, window_end, k, py_wsum(v, price) AS ws, py_spread(v) AS sp, COUNT(*) AS n
+                FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, k"""},
+    {"name": "python_aggregate_over_updates", "python": True, "views": PYTHON_FUNCTIONS,
+     "sql": "SELECT label, py_wsum(rate, CAST(1.5 AS DOUBLE)) AS ws, COUNT(*) AS n FROM rates GROUP BY label"},
     {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
      "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},

@@ -2,7 +2,7 @@
 
 Small generated event files (JSON lines, out of order by up to 4 s, a few
 events that are very late), hand-made files for the late-event rules of
-windows, sessions and OVER, nested JSON orders, and a table of Debezium
+windows, sessions and OVER, nested JSON orders and profiles (MAP columns), and a table of Debezium
 JSON changes (creates, updates, deletes and re-creates by key). The same
 seeds give the same files on every run.
 """
@@ -28,9 +28,12 @@ TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORC
           # A versioned table (event time and a watermark), for the temporal join's late rule.
           "ltjrates": "k STRING, rate INT, ts TIMESTAMP(3), PRIMARY KEY (k) NOT ENFORCED, "
                       "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"}
-# Streams of nested JSON (ROW and ARRAY columns).
+# Streams of nested JSON (ROW, ARRAY and MAP columns).
 NESTED = {"orders": "id BIGINT, customer ROW<name STRING, tags ARRAY<STRING>>, items ARRAY<ROW<sku STRING, qty INT>>, "
-                    "ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"}
+                    "ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND",
+          "profiles": "id BIGINT, attrs MAP<STRING, INT>, labels MAP<STRING, ARRAY<STRING>>, "
+                      "info ROW<name STRING, extra MAP<STRING, DOUBLE>>, ts TIMESTAMP(3), "
+                      "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"}
 
 
 def timestamp_text(t: dt.datetime) -> str:
@@ -129,6 +132,27 @@ def nested_orders(n: int, seed: int) -> list[dict]:
     return rows
 
 
+def nested_profiles(n: int, seed: int) -> list[dict]:
+    """Profiles with JSON objects read as MAPs: some NULL, some empty, one in a ROW, one holding arrays (empty
+    too); no NULL inside a map or an array (PyFlink cannot collect those)."""
+    rng = random.Random(seed)
+
+    def some(keys, value):
+        return {k: value() for k in rng.sample(keys, rng.randrange(len(keys) + 1))}
+
+    rows = []
+    for i in range(n):
+        attrs = None if rng.random() < 0.1 else some(["a", "b", "c", "d"], lambda: rng.randrange(-5, 50))
+        labels = None if rng.random() < 0.1 else some(["x", "y"], lambda: [rng.choice("pqr") for _ in range(
+            rng.randrange(3))])
+        info = None if rng.random() < 0.1 else {"name": rng.choice(["ann", "bob"])}
+        if info is not None and rng.random() < 0.8:
+            info["extra"] = some(["p", "q"], lambda: round(rng.uniform(0, 10), 2))
+        rows.append({"id": i, "attrs": attrs, "labels": labels, "info": info,
+                     "ts": timestamp_text(BASE + dt.timedelta(seconds=i * 0.5))})
+    return rows
+
+
 def _hand_made(rows: list[tuple[str, float]]) -> list[dict]:
     return [{"id": i, "k": k, "v": i, "price": 1.0, "amount": 1, "url": None,
              "ts": timestamp_text(BASE + dt.timedelta(seconds=t))} for i, (k, t) in enumerate(rows)]
@@ -187,6 +211,9 @@ def write_data() -> dict[str, str]:
     paths["ltjrates"] = os.path.join(DATA, "ltjrates.jsonl")
     with open(paths["ltjrates"], "w") as f:
         f.writelines(json.dumps(e) + "\n" for e in late_temporal_join_events()[1])
+    paths["profiles"] = os.path.join(DATA, "profiles.jsonl")
+    with open(paths["profiles"], "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in nested_profiles(300, seed=12))
     paths["rates"] = os.path.join(DATA, "rates.jsonl")
     with open(paths["rates"], "w") as f:
         f.writelines(json.dumps(e) + "\n" for e in debezium_changes(60, seed=7))

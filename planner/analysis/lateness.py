@@ -26,7 +26,10 @@ def uses_event_time(node: L.Node) -> bool:
 
     A TUMBLE, HOP or CUMULATE table function only labels rows with their
     windows (Flink's ``AlignedWindowTableFunctionOperator`` drops nothing);
-    what consumes the windows judges lateness.
+    what consumes the windows judges lateness. Keep-last deduplication (a
+    CQL row window's aggregates are its latest row per key) keeps the row
+    with the largest time per key whenever it arrives, as Flink's
+    ``RowTimeDeduplicateFunction``: nothing is late for it.
     """
     if getattr(node, "acts_on_event_time", False):  # nodes that say it themselves (logical/sort.py)
         return True
@@ -34,8 +37,8 @@ def uses_event_time(node: L.Node) -> bool:
         return node.window.type.merging
     if isinstance(node, (L.WindowAggregate, OverAggregate, SnapshotDiff)):
         return True
-    if isinstance(node, TopN):
-        return node.kind in ("window", "first", "last")
+    if isinstance(node, TopN):  # keep-last deduplication compares each row's time with the kept row's, never
+        return node.kind in ("window", "first")  # the watermark (Flink's RowTimeDeduplicateFunction)
     if isinstance(node, Join):
         return node.strategy in ("interval", "window", "temporal")
     return False
@@ -81,10 +84,23 @@ def judges_per_window(node: L.Node) -> bool:
     return isinstance(node, TopN) and node.kind == "window"
 
 
+def judges_with_lateness(node: L.Node) -> bool:
+    """A TUMBLE / HOP / CUMULATE aggregate that emits early (``EMIT CHANGES``) or corrects fired windows
+    (``ALLOWED LATENESS``, a source's ``'allowed_lateness'``): it drops an event from a window only when
+    the window's cleanup time, its last millisecond plus the allowed lateness, was at or below the
+    watermark when the event arrived (Flink's group window ``WindowOperator`` with
+    ``table.exec.emit.allow-lateness``: ``isWindowLate``); a late event within the lateness updates the
+    fired window.
+    """
+    if not isinstance(node, L.WindowAggregate) or node.window.type.merging or not node.emit.updating:
+        return False
+    return not node.input.schema.find(node.window.time_col).proctime
+
+
 def judges_late_events(node: L.Node) -> bool:
     """A runtime operator that judges late events itself, with its Flink operator's rule (docs/time.md).
 
-    The window operators of :func:`judges_per_window`; a session window
+    The window operators of :func:`judges_per_window` and :func:`judges_with_lateness`; a session window
     (aggregated or not) emitting final results, which drops an event only
     when the session it merges into had closed (``MergingWindowProcessFunction``);
     and an OVER aggregate, which drops a row at or below the watermark
@@ -98,8 +114,8 @@ def judges_late_events(node: L.Node) -> bool:
     stand when a row arrives, which depends on how the inputs interleave, so
     no rule over it gives the same rows whatever the batch sizes.
     """
-    return (judges_per_window(node) or judges_per_session(node) or isinstance(node, OverAggregate)
-            or judges_join(node))
+    return (judges_per_window(node) or judges_with_lateness(node) or judges_per_session(node)
+            or isinstance(node, OverAggregate) or judges_join(node))
 
 
 def judges_join(node: L.Node) -> bool:
@@ -155,8 +171,9 @@ def judges_per_session(node: L.Node) -> bool:
 
 def judges_on_batch_routes(node: L.Node) -> bool:
     """The operators that judge late events themselves on the batch routes too: per window (window
-    aggregates, Top-N and joins), OVER, and interval and temporal joins."""
-    return judges_per_window(node) or isinstance(node, OverAggregate) or judges_join(node)
+    aggregates, with or without allowed lateness, Top-N and joins), OVER, and interval and temporal joins."""
+    return (judges_per_window(node) or judges_with_lateness(node) or isinstance(node, OverAggregate)
+            or judges_join(node))
 
 
 def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
@@ -213,7 +230,7 @@ def window_grids(root: L.Node, judge=judges_per_window) -> tuple[tuple[int, int]
         if isinstance(n, OverAggregate):
             grids.append(EVERY_INSTANT)
             continue
-        if not (judges_per_window(n) or (isinstance(n, Join) and n.strategy == "window")):
+        if not (judges_per_window(n) or judges_with_lateness(n) or (isinstance(n, Join) and n.strategy == "window")):
             continue
         spec = n.window if isinstance(n, L.WindowAggregate) else None
         below = list(n.inputs)

@@ -98,6 +98,7 @@ def bind_aggregation(node: L.Node, scope: Scope, items, group: exp.Group | None,
     if pre_node.is_identity():
         pre_node = node
     agg = as_window_aggregate(L.Aggregate(pre_node, tuple(key_names), tuple(calls)))
+    check_python_aggregates(agg, group or having, ctx)
     _check_session_keys(agg, group or having, ctx)
 
     # Rewrite SELECT and HAVING over the aggregate's output.
@@ -252,6 +253,8 @@ def agg_parts(a: exp.Expression, ctx: BindContext) -> tuple[AggregateKind, exp.E
         raise ctx.error(f"{kind.name} keeps NULL values, so FILTER (WHERE ...) on it is not supported yet", a,
                         help="filter the rows in WHERE, or in a subquery")
     arg, distinct = _distinct(kind, arg, a, ctx)
+    if distinct:
+        kind = kind.with_distinct()
     if kind is COUNT and (arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
         arg = None if condition is None else exp.Literal.number(1)
     elif arg is None:
@@ -314,6 +317,28 @@ def _apply_group_window(node: L.Node, scope: Scope, gw: GroupWindow, others: lis
     return window_over(node, scope, kind, args[0], list(args[1:]), partition, gw, ctx)
 
 
+def check_python_aggregates(agg: L.Node, at: exp.Expression | None, ctx: BindContext) -> None:
+    """As Flink: a Python aggregate function over an updating input needs ``retract``, and in a window made of
+    several slices (HOP, CUMULATE) or sessions that merge, ``merge``."""
+    w = agg
+    while isinstance(w, L.Project):
+        w = w.input
+    python = [a.kind for a in getattr(w, "aggs", ()) if a.kind.python]
+    if isinstance(w, L.Aggregate) and w.input.changelog == L.UPDATING:
+        lacking = next((k for k in python if not k.can_retract), None)
+        if lacking is not None:
+            raise ctx.error(f"the Python aggregate function {lacking.name} has no retract, which its updating input "
+                            "needs (a row updated or deleted is taken back from its group's accumulator)", at,
+                            help="define retract(self, acc, *args) on the function, as Flink requires")
+    if isinstance(w, L.WindowAggregate) and not w.window.type.single_pane:
+        lacking = next((k for k in python if not k.can_merge), None)
+        if lacking is not None:
+            raise ctx.error(f"the Python aggregate function {lacking.name} has no merge, which a {w.window.kind} "
+                            "window needs (its windows combine the accumulators of shared slices or of merging "
+                            "sessions)", at, help="define merge(self, acc, accs) on the function, as Flink requires, "
+                                                  "or use a TUMBLE window")
+
+
 def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext) -> None:
     """As in Flink, a session window's PARTITION BY keys must be grouped by; its aggregates cannot be ordered."""
     w = agg
@@ -332,10 +357,6 @@ def _check_session_keys(agg: L.Node, at: exp.Expression | None, ctx: BindContext
 
 def _refuse_ordered_aggregates(w: L.WindowAggregate, at: exp.Expression | None, ctx: BindContext) -> None:
     """Merging windows (sessions) merge in time order, so an aggregate in arrival order has no meaning there."""
-    python = [a for a in w.aggs if a.kind.python]
-    if python:
-        raise ctx.error(f"the Python aggregate function {python[0].kind.name} is not supported in a {w.window.kind} "
-                        "window yet", at, help="use a TUMBLE, HOP or CUMULATE window, or a GROUP BY")
     listed = [a for a in w.aggs if not a.kind.ordered and any(p.merge == "list" for p in a.partials())]
     if listed:  # session merges (runtime/operators/session_merge.py) fold numbers, not lists of values
         raise ctx.error(f"{listed[0].kind.name} is not supported in a {w.window.kind} window yet", at,

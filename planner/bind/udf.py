@@ -82,16 +82,28 @@ def bind_python_calls(tree: exp.Expression, catalog: Catalog, source: str | None
             raise error(f"{fn.name} is a table function: it gives rows, not a value", node,
                         help=f"call it in FROM: FROM t, LATERAL TABLE({fn.name}(...)) AS r(...)")
         if fn.aggregate is not None:
-            if len(node.expressions) != 1:
-                raise error(f"the aggregate function {fn.name} takes one argument", node,
-                            help="pass several values as one ROW(...)")
-            agg = PythonAggregateCall(this=node.expressions[0].transform(rewrite, copy=True))
-            agg.meta.update(node.meta)
-            agg.meta[BOUND_KIND] = fn.aggregate
-            return agg
+            return _aggregate_call(node, fn, rewrite, error)
         return _call(node, fn)
 
     return tree.transform(rewrite, copy=True)
+
+
+def _aggregate_call(node: exp.Anonymous, fn: FunctionDef, rewrite, error) -> exp.Expression:
+    """A call of an aggregate function; several arguments are passed packed in a ROW (the function gets them
+    spread out: ``accumulate(acc, a, b)``)."""
+    args = [a.transform(rewrite, copy=True) for a in node.expressions]
+    if not args:
+        raise error(f"the aggregate function {fn.name} needs an argument", node,
+                    help=f"call it as {fn.name}(x) or {fn.name}(x, y, ...)")
+    if len(args) == 1 or any(isinstance(a, exp.Distinct) for a in args):
+        arg = args[0]
+    else:
+        arg = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"f{i}", quoted=True), expression=a)
+                                      for i, a in enumerate(args)])
+    agg = PythonAggregateCall(this=arg)
+    agg.meta.update(node.meta)
+    agg.meta[BOUND_KIND] = fn.aggregate.with_spread(len(args))
+    return agg
 
 
 def _call(node: exp.Anonymous, fn: FunctionDef) -> exp.Expression:

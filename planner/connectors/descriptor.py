@@ -157,8 +157,8 @@ class ConnectorDescriptor:
             ``runtime/batch_read.py`` (a task per file on Spark), or ``source``, with the connector's
             own ``open_source`` reader read to its end in one pass (``runtime/batch_source.py``).
         batch_note: when a conditionally batch-readable source is read by the batch routes.
-        partitioned: the source's reader keeps a watermark per partition (``batch_partitions``), so
-            late events are judged where it is read, on every route, even under window operators.
+        partitioned: the source's reader keeps a watermark per partition (``batch_partitions``); the
+            source's watermark is the minimum over them.
         replayable: an unbounded source whose history a batch route can read before the
             runtime continues from where it stopped (backfill, the continuous Spark route).
         insertable: ``INSERT INTO`` and ``Engine.insert`` feed it.

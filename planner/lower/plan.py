@@ -119,10 +119,13 @@ class Lowered:
             if src.descriptor.batch_reader == "source":  # a bounded read of a connector (Kafka), in one pass
                 lines.append(f"-- {s.relation}: {src.name} (connector '{src.connector}', a bounded read), read by "
                              f"its connector's reader: {', '.join(s.relation_schema.names)}")
+                holds = (f"--   __mx: the largest {s.time_column} before each row that the source's watermark "
+                         f"holds (per partition: the minimum over its partitions); ")
                 if s.time_column and s.drop_late:
-                    lines.append(f"--   __mx: the largest {s.time_column} before each row that the source's watermark "
-                                 f"holds (per partition: the minimum over its partitions); rows more than "
-                                 f"{s.bound_us} us behind it are late")
+                    lines.append(f"{holds}rows more than {s.bound_us} us behind it are late")
+                elif s.time_column and s.per_window:
+                    lines.append(f"{holds}__wm = __mx - {s.bound_us} us, the watermark when the row arrived: a window "
+                                 "counts the row when its last millisecond is above it")
                 continue
             lines.append(f"-- {s.relation}: {src.name} ({src.format} files at {src.path}), read by dsms's file "
                          f"reader: {', '.join(s.relation_schema.names)}")

@@ -115,14 +115,12 @@ def scan_spec(node: L.Scan | LateScan, relation: str, timed: set[int],
     late_only = isinstance(node, LateScan)
     lateness = source_lateness_us(L.Scan(src) if late_only else node)
     wm = src.watermark
-    # A partitioned source (Kafka) judges late events where it is read, as the runtime's source does.
-    at_source = src.descriptor.partitioned
     return ScanSpec(relation=relation, source=src, columns=columns, computed=tuple(computed),
                     computed_sql=computed_columns_sql(src, columns, computed, proctime),
                     time_column=wm.column if wm else None, bound_us=(wm.delay_us + lateness) if wm else 0,
-                    drop_late=late_only or (id(node) in timed and (id(node) not in window_judged or at_source)),
+                    drop_late=late_only or (id(node) in timed and id(node) not in window_judged),
                     late_only=late_only,
-                    per_window=bool(wm) and not late_only and id(node) in window_judged and not at_source)
+                    per_window=bool(wm) and not late_only and id(node) in window_judged)
 
 
 def is_late(spec: ScanSpec, max_before: exp.Expression) -> exp.Expression:

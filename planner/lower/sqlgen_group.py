@@ -4,7 +4,8 @@ A group aggregate without a window keeps, per key, a running row count,
 each aggregate's accumulators (signed counts and sums, so retractions
 subtract) and the output it last emitted. MIN, MAX and COUNT(DISTINCT)
 cannot be undone from a sum, so each keeps a multiset log of
-(key, value, count). Per batch the runtime registers the batch as
+(key, value, count). A Python aggregate keeps its accumulator (a BLOB)
+and updates it by calling the function (``planner/python_aggregate.py``). Per batch the runtime registers the batch as
 ``__input`` and runs :attr:`GroupAggSql.per_batch` in order; the last
 statement returns the changes::
 
@@ -104,7 +105,9 @@ class _Aggregates:
         self.logs: list[str] = []
 
     def add(self, i: int, a: AggCall) -> None:
-        if a.kind.retracts_by_sign and not a.keeps_values:
+        if a.kind.python:
+            out = self._python(i, a)
+        elif a.kind.retracts_by_sign and not a.keeps_values:
             out = self._signed(i, a)
         elif a.kind.ordered:
             out = self._ordered_log(i, a)
@@ -131,6 +134,19 @@ class _Aggregates:
                          exp.func("COALESCE", exp.column(name, "d"), lit(0)))
             self.merged.append(exp.alias_(cast(total, p.type), name))
         return a.kind.final(parts, a.type)
+
+    def _python(self, i: int, a: AggCall) -> exp.Expression:
+        """A Python aggregate: its accumulator per key (a BLOB), stepped by the batch's rows in arrival order
+        (``accumulate`` for a +1 row, ``retract`` for a -1 row; runtime/udaf.py)."""
+        name, arg = f"__a{i}p", col(a.arg)
+        self.columns.append((name, pa.binary()))
+        change = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("s"), expression=exp.column("__sg")),
+                                         exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)])
+        changes = exp.ArrayAgg(this=exp.Order(this=change, expressions=[asc(col(SEQ))]))
+        present = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))
+        self.delta.append(exp.alias_(exp.Filter(this=changes, expression=exp.Where(this=present)), name))
+        self.merged.append(exp.alias_(a.kind.step(exp.column(name, "o"), exp.column(name, "d")), name))
+        return a.kind.value(exp.column(name, "n"))
 
     def _log(self, log: str, a: AggCall, extra: list[tuple[str, pa.DataType | str]]) -> exp.Column:
         """A log table of (keys, value, ``extra``) for aggregate ``a``; its argument as a column."""
@@ -188,9 +204,10 @@ class _Aggregates:
         touched = select_from(log, "m", star("m")).join(table(self.d, "d"), on=same("m", "d", keys),
                                                          join_type="semi")
         value = a.kind.over_ordered(exp.column("__v", "live"), col(SEQ, "live"), a.type)
+        live = _live_distinct if a.kind.distinct else _live_occurrences
         self.compact.append(exp.Create(this=table(log), kind="TABLE", replace=True,
-                                       expression=_live_occurrences(table(log, "m"), keys)))
-        return self._per_key(f"__m_{self.op_id}_{i}", value, _live_occurrences(sub(touched, "m"), keys))
+                                       expression=live(table(log, "m"), keys)))
+        return self._per_key(f"__m_{self.op_id}_{i}", value, live(sub(touched, "m"), keys))
 
 
 def _live_occurrences(source: exp.Expression, keys: list[str]) -> exp.Select:
@@ -204,6 +221,28 @@ def _live_occurrences(source: exp.Expression, keys: list[str]) -> exp.Select:
     numbered = exp.select(star("m"), exp.alias_(rank, "__rk"), exp.alias_(gone, "__gone")).from_(source)
     return select_from(sub(numbered, "o"), None, exp.Star(except_=[exp.column("__rk"), exp.column("__gone")])) \
         .where(exp.and_(_positive(exp.column("__n")), exp.GT(this=exp.column("__rk"), expression=exp.column("__gone"))))
+
+
+def _live_distinct(source: exp.Expression, keys: list[str]) -> exp.Select:
+    """The live values of an ordered log (``source``, aliased ``m``) of a DISTINCT kind (ARRAY_AGG(DISTINCT x)),
+    one row each, as Flink's distinct map feeds them: a value enters when its count rises above 0 and leaves
+    when it falls back to 0; its place (``SEQ``) is where it last entered, its ``__n`` its count::
+
+        a: +1 @1  +1 @3  -1 @4        count 1, entered @1       (a, @1, 1)
+        b: +1 @2  -1 @5  +1 @6        count 1, entered again @6 (b, @6, 1)
+    """
+    value = [*cols(keys), exp.column("__v")]
+    running = exp.Window(this=_sum(exp.column("__n")), partition_by=[v.copy() for v in value],
+                         order=exp.Order(expressions=[asc(col(SEQ))]),
+                         spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING",
+                                             end="CURRENT ROW"))
+    counted = exp.select(star("m"), exp.alias_(running, "__run")).from_(source)
+    entered = exp.and_(_positive(exp.column("__run")),
+                       exp.LTE(this=exp.Sub(this=exp.column("__run"), expression=exp.column("__n")), expression=lit(0)))
+    start = exp.Max(this=_when(entered, col(SEQ)))
+    return select_from(sub(counted, "r"), None, *[v.copy() for v in value], exp.alias_(start, SEQ),
+                       exp.alias_(cast(_sum(exp.column("__n")), pa.int64()), "__n")) \
+        .group_by(*[v.copy() for v in value]).having(_positive(_sum(exp.column("__n"))))
 
 
 def group_agg_sql(op_id: int, keys: tuple[str, ...], aggs: tuple[AggCall, ...], input_schema: Schema,

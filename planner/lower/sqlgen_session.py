@@ -63,7 +63,10 @@ def partial_columns(aggs: tuple[AggCall, ...], schema: Schema) -> list[Partial]:
         arg = col(a.arg) if a.arg else None
         for p in a.partials():
             name = f"__p{i}{p.suffix}"
-            if arg is None:
+            if a.kind.python:  # the event's value, accumulated when its session merges (runtime/udaf.py)
+                out.append(Partial(name, a.kind.batch_partial(exp.Array(expressions=[arg]), of_list=True), p.merge,
+                                   p.type, ("sql", None)))
+            elif arg is None:
                 out.append(Partial(name, cast(lit(1), pa.int64()), p.merge, pa.int64(), ("one", None)))
             elif p.first == "count":
                 out.append(Partial(name, cast(_valid(arg), pa.int64()), p.merge, pa.int64(), ("valid", a.arg)))

@@ -112,11 +112,13 @@ def lower_window_aggregate(lw, node: L.WindowAggregate):
     assigned = lw.add(assign_windows(lw, w, src), list(src.columns) + [WS, WE], src.ordered)
     group = [c(WS), c(WE)] + ([c("__sid")] if w.type.merging else []) + [c(k) for k in node.keys]
     seq = _in_panes(w, arrival(src))
+    counted = open_window(c(WE)) if src.ordered and not w.type.merging else None
+    rows, firsts = first_arrivals(lw, assigned, group, node.aggs, seq, counted)
     items = window_columns(node.window) + [c(k) for k in node.keys] + \
-        [alias(aggregate(a, node.input.schema, seq=seq), a.name) for a in node.aggs]
-    query = exp.select(*items).from_(lw.use(assigned)).group_by(*group)
-    if src.ordered and not w.type.merging:  # each row counts in the windows still open when it arrived
-        query = query.where(open_window(c(WE)))
+        [alias(aggregate(a, node.input.schema, seq=seq, first=firsts.get(a.name)), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(rows)).group_by(*group)
+    if counted is not None:  # each row counts in the windows still open when it arrived
+        query = query.where(counted)
     if lw.history:  # a backfill: only the windows the runtime has emitted by the seam
         # fired by then: the watermark reached the window's last millisecond (as WindowAggLogic fires)
         seam = exp.LTE(this=minus(c(WE), L.WINDOW_TIME_OFFSET_US), expression=lw.watermark_at_seam(node.input))
@@ -156,9 +158,10 @@ STREAM_ONLY = "stream_only"
 
 def lower_aggregate(lw, node: L.Aggregate):
     src = lw.rel(node.input)
-    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema, seq=arrival(src)), a.name)
-                                         for a in node.aggs]
-    query = exp.select(*items).from_(lw.use(src))
+    rows, firsts = first_arrivals(lw, src, [c(k) for k in node.keys], node.aggs, arrival(src))
+    items = [c(k) for k in node.keys] + [alias(aggregate(a, node.input.schema, seq=arrival(src),
+                                                         first=firsts.get(a.name)), a.name) for a in node.aggs]
+    query = exp.select(*items).from_(lw.use(rows))
     if node.keys:
         query = query.group_by(*[c(k) for k in node.keys])
     else:  # no input rows, no row (as the runtime: a global aggregate appears with its first row)
@@ -175,10 +178,29 @@ def arrival(src) -> exp.Expression | None:
     return exp.Add(this=exp.Mul(this=cast(c(FILE), pa.int64()), expression=lit(10 ** 12)), expression=c(ROW))
 
 
+def first_arrivals(lw, src, group: list[exp.Expression], aggs, seq: exp.Expression | None,
+                   where: exp.Expression | None = None):
+    """ARRAY_AGG(DISTINCT x) lists a value where it first arrives in its group: ``src`` (the rows ``where``
+    keeps) with a column per such aggregate, true on that row in the order ``seq``; and those columns by the
+    aggregate's name. Without such an aggregate: ``src`` and no columns."""
+    distinct = [a for a in aggs if a.kind.ordered and a.kind.distinct]
+    if not distinct or seq is None:
+        return src, {}
+    firsts = {a.name: f"__first{i}" for i, a in enumerate(distinct)}
+    flags = [alias(exp.EQ(this=window(exp.RowNumber(), [g.copy() for g in group] + [c(a.arg)], [asc(seq.copy())]),
+                          expression=lit(1)), firsts[a.name]) for a in distinct]
+    query = exp.select(exp.Star(), *flags).from_(lw.use(src))
+    if where is not None:
+        query = query.where(where.copy())
+    rows = lw.add(query, list(src.columns) + list(firsts.values()), src.ordered)
+    return rows, {name: c(flag) for name, flag in firsts.items()}
+
+
 def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None,
-              seq: exp.Expression | None = None) -> exp.Expression:
+              seq: exp.Expression | None = None, first: exp.Expression | None = None) -> exp.Expression:
     """``a`` as a SQL aggregate with Flink's result type (``over``: as a window function over it; ``seq``:
-    the arrival order, for the aggregates that read it)."""
+    the arrival order, for the aggregates that read it; ``first``: true on the row where a value first
+    arrives, for ARRAY_AGG(DISTINCT x): see first_arrivals)."""
 
     def agg(func: exp.Expression) -> exp.Expression:
         if over is None:
@@ -190,7 +212,7 @@ def aggregate(a: L.AggCall, schema, over: exp.Expression | None = None,
     if a.arg is None:  # COUNT(*)
         return agg(exp.Count(this=exp.Star()))
     if a.kind.ordered:  # lower/plan.py refuses these where the rows have no source order
-        return a.kind.over_ordered(c(a.arg), seq, a.type)
+        return a.kind.over_ordered(c(a.arg), seq, a.type, first)
     value = a.kind.over_values(c(a.arg), a.arg_type, a.type, a.distinct)
     if over is None:
         return value

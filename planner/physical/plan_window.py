@@ -84,6 +84,8 @@ def partial_items(i: int, a: L.AggCall) -> list[exp.Expression]:
     if a.kind.ordered:  # in arrival order: the operator numbers the rows
         ordered = a.kind.batch_items(arg, col(SEQ))
         return [alias(cast(ordered[p.suffix], p.type), f"__p{i}{p.suffix}") for p in a.partials()]
+    if a.kind.python:  # the group's values, accumulated by the operator (runtime/udaf.py)
+        return [alias(a.kind.batch_partial(arg), f"__p{i}{p.suffix}") for p in a.partials()]
     items = []
     for p in a.partials():
         folded = exp.Count(this=exp.Star()) if arg is None else fold(p.first, p.value(arg))

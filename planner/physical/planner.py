@@ -266,7 +266,8 @@ class _Planner(JoinPlanning):
         return self.add(ValuesSpec, node, (), node.label(), sql=S.render(sql))
 
     def group_aggregate(self, node: L.Aggregate) -> int:
-        numbered = any(a.kind.ordered for a in node.aggs)  # the operator numbers the rows it receives
+        # The operator numbers the rows it receives (Python aggregates: accumulated and retracted in that order).
+        numbered = any(a.kind.ordered or a.kind.python for a in node.aggs)
         chain, base = self.chain_below(node.input) if not numbered else ([], node.input)
         if not chain:
             base = node.input

@@ -138,6 +138,8 @@ class WindowKind(ABC):
         newest_pane_first: an aggregate in arrival order (ARRAY_AGG, LISTAGG) takes a window's panes newest
             first, each pane's values in arrival order, as Flink merges the slices of a HOP window (a
             CUMULATE window's oldest first).
+        single_pane: each window is exactly one pane (TUMBLE), so an aggregate never combines partial
+            results (a Python aggregate function needs no ``merge``).
     """
 
     name: ClassVar[str]
@@ -146,6 +148,7 @@ class WindowKind(ABC):
     partitioned: ClassVar[bool] = False
     merging: ClassVar[bool] = False
     newest_pane_first: ClassVar[bool] = False
+    single_pane: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return self.name

@@ -43,6 +43,7 @@ class Tumble(SlicedWindowKind):
 
     name = "TUMBLE"
     params = ("size",)
+    single_pane = True
 
     def describe(self, w: WindowSpec) -> list[str]:
         return [format_duration(w.size)]

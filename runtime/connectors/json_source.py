@@ -9,8 +9,9 @@ or epoch milliseconds (see ``convert.py``). A line holding bytes that are
 not UTF-8, ``NaN`` or ``Infinity`` (not JSON numbers), or a number beyond
 a double (``1e400``) is a bad line, blamed on the key that holds it.
 
-A ROW column takes a JSON object (its fields by name, other keys ignored)
-and an ARRAY column a JSON array, nested to any depth; a value of another
+A ROW column takes a JSON object (its fields by name, other keys ignored),
+an ARRAY column a JSON array and a MAP column a JSON object (its members;
+read by DuckDB: ``json_maps.py``), nested to any depth; a value of another
 shape is a bad line blamed on its column.
 
 ``pyarrow.json`` insists on one JSON type per column, but a timestamp
@@ -40,6 +41,7 @@ import pyarrow.json as pj
 
 from ...planner.types import sql_name
 from .convert import conform_table, convert_rows
+from .json_maps import has_map, map_problem, read_map_columns
 from .line_source import LineCodec
 from .salvage import BadInput
 
@@ -109,6 +111,9 @@ class JsonCodec(LineCodec):
             if v is None:
                 if field.name in self.not_null:
                     return field.name, f"{'null' if field.name in obj else 'missing'} value for a NOT NULL column", True
+            elif has_map(field.type):  # read by DuckDB: judged by the same SQL
+                if map_problem(line, field) is not None:
+                    return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}", True
             elif not _json_kind_fits(v, field.type):
                 return field.name, f"cannot convert {_show(v)} to {sql_name(field.type)}", True
         return None
@@ -154,7 +159,10 @@ class JsonBlocks:
     def __init__(self, schema: pa.Schema, envelope: Callable[[pa.Schema], pa.Schema] = lambda columns: columns):
         self.timestamps = [f.name for f in schema if pa.types.is_timestamp(f.type)]
         self.mode = "text"
-        self.schemas = {mode: envelope(_read_schema(schema, mode)) for mode in _MODES}
+        # Columns holding a MAP are read by DuckDB (json_maps.py; the DDL allows them without an envelope).
+        self.maps = [f for f in schema if has_map(f.type)]
+        plain = pa.schema([f for f in schema if not has_map(f.type)])
+        self.schemas = {mode: envelope(_read_schema(plain, mode)) for mode in _MODES}
         if self.timestamps:
             keys = b"|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1].encode()) for n in self.timestamps)
             self._quote_ints = re.compile(rb'("(?:' + keys + rb')"\s*:\s*)(-?[0-9]+)(?=\s*[,}])')
@@ -166,7 +174,10 @@ class JsonBlocks:
             BadInput: a line is malformed, or a value has the wrong JSON type.
         """
         if not data or data.isspace():
-            return self.schemas[self.mode].empty_table()
+            empty = self.schemas[self.mode].empty_table()
+            for f in self.maps:
+                empty = empty.append_column(f.name, pa.array([], f.type))
+            return empty
         _check_text(data)
         modes = [self.mode] + [m for m in _MODES if m != self.mode] if self.timestamps else ["text"]
         for mode in modes:
@@ -178,6 +189,9 @@ class JsonBlocks:
                     raise BadInput(str(e)) from None
                 continue
             self.mode = mode
+            if self.maps:
+                for name, column in read_map_columns(data, self.maps, raw.num_rows).items():
+                    raw = raw.append_column(name, column)
             return raw
         raise AssertionError("unreachable")
 

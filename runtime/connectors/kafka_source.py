@@ -183,46 +183,48 @@ class KafkaSource:
         return parts
 
     def _resolve_start(self) -> None:
+        """Pin where reading starts (``scan.startup.mode``) and, for a bounded read, where it stops."""
         if self.next is not None:
             return
-        mode = self.opts.startup_mode
-        tps = [TopicPartition(t, p) for t, p in self.partitions]
-        ends = None
+        self.next, ends = self._start_offsets(self.opts.startup_mode)
+        self.stop = self._stop_offsets(self.opts.bounded_mode, ends)
+
+    def _low(self, t: str, p: int) -> int:
+        return self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
+
+    def _start_offsets(self, mode: str) -> tuple[dict, dict | None]:
+        """The first offset to read per partition, and the end offsets when finding it needed them."""
         if mode == "earliest-offset":
-            self.next = {(t, p): self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
-                         for t, p in self.partitions}
-        elif mode == "timestamp":
+            return {(t, p): self._low(t, p) for t, p in self.partitions}, None
+        if mode == "timestamp":
             # The broker's answer is a lower bound (Tansu answers 0): records before the time are also
             # left out one by one as they are read (_advance).
             ends = end_offsets(self.opts.client, self.partitions)
             found = self.consumer.offsets_for_times(
                 [TopicPartition(t, p, self.opts.startup_timestamp_ms) for t, p in self.partitions], timeout=10)
-            self.next = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else ends[(tp.topic, tp.partition)]
-                         for tp in found}
-        elif mode == "latest-offset":
+            return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else ends[(tp.topic, tp.partition)]
+                    for tp in found}, ends
+        if mode == "latest-offset":
             ends = end_offsets(self.opts.client, self.partitions)
-            self.next = dict(ends)
-        elif mode == "specific-offsets":
-            lows = {(t, p): self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
-                    for t, p in self.partitions}
-            self.next = {(t, p): self.opts.startup_offsets.get(p, lows[(t, p)]) for t, p in self.partitions}
-        else:  # group-offsets: where the group left off; the earliest offset where it has not committed
-            committed = self.consumer.committed(tps, timeout=10)
-            self.next = {}
-            for tp in committed:
-                off = tp.offset
-                if off < 0:
-                    off = self.consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)[0]
-                self.next[(tp.topic, tp.partition)] = off
-        bounded = self.opts.bounded_mode
+            return dict(ends), ends
+        if mode == "specific-offsets":
+            return {(t, p): self.opts.startup_offsets.get(p, self._low(t, p)) for t, p in self.partitions}, None
+        # group-offsets: where the group left off; the earliest offset where it has not committed
+        committed = self.consumer.committed([TopicPartition(t, p) for t, p in self.partitions], timeout=10)
+        return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else self._low(tp.topic, tp.partition)
+                for tp in committed}, None
+
+    def _stop_offsets(self, bounded: str | None, ends: dict | None) -> dict:
+        """Where a bounded read (``scan.bounded.mode``) stops per partition (an unbounded one keeps what it has)."""
         if bounded in ("latest-offset", "timestamp"):
-            self.stop = ends if ends is not None else end_offsets(self.opts.client, self.partitions)
-        elif bounded == "group-offsets":
-            committed = self.consumer.committed(tps, timeout=10)
-            self.stop = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in committed}
-        elif bounded == "specific-offsets":
+            return ends if ends is not None else end_offsets(self.opts.client, self.partitions)
+        if bounded == "group-offsets":
+            committed = self.consumer.committed([TopicPartition(t, p) for t, p in self.partitions], timeout=10)
+            return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in committed}
+        if bounded == "specific-offsets":
             ends = end_offsets(self.opts.client, self.partitions)
-            self.stop = {(t, p): self.opts.bounded_offsets.get(p, ends[(t, p)]) for t, p in self.partitions}
+            return {(t, p): self.opts.bounded_offsets.get(p, ends[(t, p)]) for t, p in self.partitions}
+        return self.stop
 
     def _assign(self) -> None:
         self._resolve_start()

@@ -3,8 +3,8 @@ the arrival numbers that ordered aggregates (FIRST_VALUE, LAST_VALUE, LISTAGG, A
 
 Window and session operators keep partial aggregates (planner/aggregate_kinds.py)
 as Arrow rows per (pane, key) and merge them with a hash group-by. Arrow's
-group-by does ``sum``, ``min`` and ``max``; ``list`` (a Python aggregate's values) concatenates the
-lists; the bitwise merges (``bit_and``,
+group-by does ``sum``, ``min`` and ``max``; ``py:<function>`` (a Python aggregate's accumulators,
+``runtime/udaf.py``) merges them; the bitwise merges (``bit_and``,
 ``bit_or``, ``bit_xor``) are done with numpy's ``reduceat`` over the rows
 in group order::
 
@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...planner.aggregate_kinds import SEQ
+from ...planner.python_aggregate import MERGE_PREFIX
+from ..udaf import combine_groups
 
 _NATIVE = {"sum", "min", "max", "count"}
 _BITWISE = {"bit_and": (np.bitwise_and, -1), "bit_or": (np.bitwise_or, 0), "bit_xor": (np.bitwise_xor, 0)}
@@ -58,6 +60,8 @@ def group_merge(table: pa.Table, keys: list[str], merges: list[tuple[str, str]],
             merged = _bitwise(column, how, order, offsets)
         elif how == "list":
             merged = _concatenated(column, order, offsets)
+        elif how.startswith(MERGE_PREFIX):  # Python accumulators: merged, and pending rows accumulated
+            merged = combine_groups(column, how[len(MERGE_PREFIX):], order, offsets)
         else:
             order_column, separator = (ordered or {})[c]
             merged = _in_order(column, table.column(order_column), how, separator, order, offsets, groups)

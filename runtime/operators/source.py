@@ -39,13 +39,16 @@ for ``idle_timeout`` and those a bounded read has finished::
     partition    0: ts 10 14 |  1: ts 3 | 2: (nothing for idle_timeout)
     watermark    0: 14-5 = 9 |  1: 3-5 = -2 | 2: idle       -> source: -2
 
-An event is late when it is behind the source's watermark as it stood
-(its own partition's running maximum within the batch, the others' as
-they were before the batch).
+The source's watermark before each row is computed for the whole batch at
+once (``partitioned_max_before``: per partition, a running maximum of its
+own rows carried forward over the others'; then the minimum over the
+partitions, row by row), so it too does not depend on how the rows are
+cut into batches, and the same per-window machinery (``cuts``) applies::
 
-A partitioned source judges late events here even under window operators
-(its watermark at each row depends on the other partitions), so a Kafka
-event behind its source's watermark is dropped at the source.
+    row          p0:10  p1:4  p0:14  p1:12  p0:11     (bound 5)
+    p0 max before   -    10    10     14     14
+    p1 max before   -     -     4      4     12
+    watermark       -     -    -1     -1      7
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ class SourceLogic:
         if self.partitioned:
             self.partition_max = env.state.value(spec.id, "partition_max", {})
             self.partition_seen: dict[int, int] = {}
+            self.held = env.state.value(spec.id, "held_watermark", MIN_WATERMARK)  # the watermark given out
             self.started_us = self.clock.now_us()
         # (row, watermark): before row ``row`` of the last batch the job advances the watermark (per_window)
         self.cuts: list[tuple[int, int]] = []
@@ -153,8 +157,9 @@ class SourceLogic:
             return self.clock.now_us()
         if self.spec.late_only or self.spec.time_column is None or self.max_ts.value == MIN_WATERMARK:
             return MIN_WATERMARK
-        if self.partitioned:
-            return self._partition_watermark()
+        if self.partitioned:  # never back (a partition back from idle may lower the minimum), as Flink's
+            self.held.value = max(self.held.value, self._partition_watermark())
+            return self.held.value
         return self.max_ts.value - self.spec.delay_us
 
     def _active_partitions(self) -> list[int]:
@@ -169,11 +174,11 @@ class SourceLogic:
             slots = busy or [i for i in slots if str(i) in self.partition_max.value] or slots
         return slots
 
-    def _partition_watermark(self, skip: int | None = None) -> int:
+    def _partition_watermark(self) -> int:
         maxima = self.partition_max.value
-        slots = [i for i in self._active_partitions() if i != skip]
+        slots = self._active_partitions()
         if not slots:
-            return MAX_WATERMARK if skip is not None else self.max_ts.value - self.spec.delay_us
+            return self.max_ts.value - self.spec.delay_us
         low = min(maxima.get(str(i), MIN_WATERMARK) for i in slots)
         return MIN_WATERMARK if low == MIN_WATERMARK else low - self.spec.delay_us
 
@@ -200,32 +205,25 @@ class SourceLogic:
 
     def _drop_late(self, table: pa.Table) -> pa.Table:
         ts, retracting = event_times(table, self.spec.time_column, self.name)
-        if self.spec.per_window and not self.partitioned:
-            start = self.max_ts.value
-            before, self.max_ts.value = running_max_before(ts, start)
+        first = self.held.value if self.partitioned else self.watermark  # as the job last advanced it
+        watermark = self._watermark_before(ts)
+        if self.spec.per_window:
             late = ts < self.floor.value - self.spec.lateness_us  # behind what consumers passed while idle
             if retracting is not None:
                 late &= ~retracting
             kept = table.filter(pa.array(~late)) if late.any() else table
             if self.spec.arrival_column:  # a row join takes each event's watermark as a column: no cuts
-                marks = before[~late]
-                marks = np.where(marks == MIN_WATERMARK, MIN_WATERMARK, marks - self.spec.delay_us)
-                return self._count_late(table, late, kept.append_column(ARRIVAL, pa.array(marks, pa.int64())))
-            self.cuts = _cuts(ts[~late], before[~late], start, self.spec.delay_us, self.spec.window_grids,
-                              self.spec.isolate_late)
+                return self._count_late(table, late, kept.append_column(ARRIVAL, pa.array(watermark[~late], pa.int64())))
+            self.cuts = _cuts(ts[~late], watermark[~late], first, self.spec.window_grids, self.spec.isolate_late)
             return self._count_late(table, late, kept)
-        if self.partitioned:
-            threshold = self._partition_thresholds(ts)
-        else:
-            before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
-            threshold = np.maximum(before - (self.spec.delay_us + self.spec.lateness_us),
-                                   self.floor.value - self.spec.lateness_us)
+        threshold = np.maximum(np.where(watermark == MIN_WATERMARK, MIN_WATERMARK, watermark - self.spec.lateness_us),
+                               self.floor.value - self.spec.lateness_us)
         late = ts < threshold
         if retracting is not None:
             late &= ~retracting
         if self.spec.late_only:  # LATE(s): the late events are the stream
             return table.filter(pa.array(late))
-        if not (self.spec.drop_late or self.spec.per_window) or not late.any():
+        if not self.spec.drop_late or not late.any():
             return table
         return self._count_late(table, late, table.filter(pa.array(~late)))
 
@@ -236,42 +234,72 @@ class SourceLogic:
                 self.late_log.append(table.filter(pa.array(late)))
         return kept
 
-    def _partition_thresholds(self, ts: np.ndarray) -> np.ndarray:
-        """Per row, the time below which it is late: the source watermark as it stood, partition by partition."""
+    def _watermark_before(self, ts: np.ndarray) -> np.ndarray:
+        """Per row, the source's watermark as it stood just before the row (MIN_WATERMARK: none yet); the
+        state moves past the batch."""
+        if not self.partitioned:
+            before, self.max_ts.value = running_max_before(ts, self.max_ts.value)
+            return np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - self.spec.delay_us)
         parts = self.reader.batch_partitions
+        maxima = {int(k): v for k, v in self.partition_max.value.items()}
+        before, maxima = partitioned_max_before(ts, parts, maxima, self._active_partitions(),
+                                                set(getattr(self.reader, "done_slots", ())))
+        watermark = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - self.spec.delay_us)
+        # A partition back from idle may lower the minimum; the watermark never goes back (as the job's).
+        np.maximum.accumulate(np.maximum(watermark, self.held.value), out=watermark)
         now = self.clock.now_us()
-        maxima = dict(self.partition_max.value)
-        threshold = np.empty(len(ts), dtype=np.int64)
         for slot in np.unique(parts):  # a loop over the batch's partitions, not its rows
-            rows = np.flatnonzero(parts == slot)
-            key = str(int(slot))
-            before, maxima[key] = running_max_before(ts[rows], maxima.get(key, MIN_WATERMARK))
-            others = self._partition_watermark(skip=int(slot))
-            own = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - self.spec.delay_us)
-            threshold[rows] = np.maximum(np.minimum(own, others) - self.spec.lateness_us,
-                                         self.floor.value - self.spec.lateness_us)
             self.partition_seen[int(slot)] = now
-        self.partition_max.value = maxima
+        self.partition_max.value = {str(k): v for k, v in maxima.items()}
         self.max_ts.value = max(self.max_ts.value, *maxima.values())
-        return threshold
+        return watermark
 
 
-def _cuts(ts: np.ndarray, before: np.ndarray, start: int, delay_us: int,
+def partitioned_max_before(ts: np.ndarray, parts: np.ndarray, maxima: dict[int, int], holding: list[int],
+                           finished: set[int] = frozenset()) -> tuple[np.ndarray, dict[int, int]]:
+    """Per row, the smallest over the partitions that hold the watermark back of their largest time before
+    the row (MIN_WATERMARK while one of them has none); and each partition's largest time after the batch.
+
+    ``maxima``: each partition's largest time before the batch; ``holding``: the partitions that hold the
+    watermark back (not idle, not finished); ``finished``: those a bounded read has finished by the end of
+    the batch. A partition of the batch that was idle holds the watermark back again after its first row;
+    one that finished in the batch holds it back up to its last row. Vectorized per partition (they are
+    few): a partition's running maximum over the batch, where the other partitions' rows count as nothing.
+    """
+    n = len(ts)
+    low = np.full(n, MAX_WATERMARK, dtype=np.int64)
+    after = dict(maxima)
+    in_batch = {int(p) for p in np.unique(parts)}
+    for slot in sorted((set(holding) - set(finished)) | in_batch):
+        mine = parts == slot
+        before, after[slot] = running_max_before(np.where(mine, ts, MIN_WATERMARK), maxima.get(slot, MIN_WATERMARK))
+        if slot in finished:
+            before[n - int(np.argmax(mine[::-1])):] = MAX_WATERMARK  # not after its last row
+        elif slot not in holding:
+            before[:int(np.argmax(mine)) + 1] = MAX_WATERMARK  # not before its first row (nor for it)
+        np.minimum(low, before, out=low)
+    if (low == MAX_WATERMARK).any():  # nothing holds it back (every partition finished): the source's maximum
+        overall, _ = running_max_before(ts, max(maxima.values(), default=MIN_WATERMARK))
+        low = np.where(low == MAX_WATERMARK, overall, low)
+    return low, after
+
+
+def _cuts(ts: np.ndarray, watermark: np.ndarray, first: int,
           grids: tuple[tuple[int, int], ...] = (), isolate: bool = False) -> list[tuple[int, int]]:
     """Where to advance the watermark within a batch: before each event behind it, to its value then.
 
-    ``before``: the largest time before each event (``start`` before the
-    batch). Only events behind the watermark can be late for a window (and
-    one exactly at it, when a window of ``grids`` ends 1 ms later: windows
-    fire at their last millisecond), and only the watermark's value at each
-    of them matters, so consecutive late events under one watermark share a
-    cut. ``isolate``: every event behind the watermark is cut off from the
-    events after it too (a session judges each alone, as it arrived).
+    ``watermark``: the source's watermark just before each event
+    (MIN_WATERMARK: none yet); ``first``: its value before the batch, which
+    the job already holds. Only events behind the watermark can be late
+    for a window (and one exactly at it, when a window of ``grids`` ends
+    1 ms later: windows fire at their last millisecond), and only the
+    watermark's value at each of them matters, so consecutive late events
+    under one watermark share a cut. ``isolate``: every event behind the
+    watermark is cut off from the events after it too (a session judges
+    each alone, as it arrived).
     """
-    if len(ts) == 0 or start == MIN_WATERMARK and before[-1] == MIN_WATERMARK:
+    if len(ts) == 0 or watermark[-1] == MIN_WATERMARK:
         return []
-    watermark = np.where(before == MIN_WATERMARK, MIN_WATERMARK, before - delay_us)
-    first = MIN_WATERMARK if start == MIN_WATERMARK else start - delay_us
     behind = ts < watermark
     if grids:
         at = ts == watermark

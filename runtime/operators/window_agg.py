@@ -67,6 +67,8 @@ class WindowAggLogic(CountsLate, Logic):
         self.pane_ordered = [order for value, (order, _) in self.ordered.items() if value in lists]
         self.seq = env.state.value(spec.id, "seq", 0) if spec.numbered else None
         self.merges.append((ROWS_COLUMN, "sum"))
+        # A Python aggregate's pane holds one accumulator per key, however many rows it saw (runtime/udaf.py).
+        self.python = any(a.kind.python for a in spec.aggs)
         self.lateness = 0  # how long a window takes corrections after it fires (WindowEmitLogic)
         self.count_late(env, spec.id)
         self.out_schema = pa.schema([f for f in spec.schema if f.name != OP])  # the rows, without a changelog column
@@ -100,7 +102,9 @@ class WindowAggLogic(CountsLate, Logic):
         self.panes.add_split(partial.column(PANE), partial.drop_columns([PANE]))
         touched = pc.unique(partial.column(PANE)).to_pylist()
         for key in touched:
-            if self.panes.pieces(key) >= COMPACT_AT:
+            if self.python:  # a pane keeps one accumulator per key: the batch's rows are accumulated now
+                self.panes.replace(key, self._merge_partials(self.panes.get(key)))
+            elif self.panes.pieces(key) >= COMPACT_AT:
                 self.panes.compact(key, self._merge_partials)
         return touched
 

@@ -6,12 +6,20 @@ for them before (:mod:`emit`), so the output is a valid changelog::
 
     EMIT CHANGES              batch touching window w -> +I / -U +U for w's changed keys
     EMIT CHANGES EVERY T      batch -> nothing (w is marked); every T of processing time ->
-                              the changes of the marked windows; watermark past w's end -> w's changes
-    ALLOWED LATENESS L        watermark past w's end -> +I w's rows (as without lateness);
-                              a late event for w (end <= watermark < end + L) -> -U old, +U new;
-                              watermark past end + L -> w is forgotten
+                              the changes of the marked windows; watermark reaching w's last ms -> w's changes
+    ALLOWED LATENESS L        watermark reaching w's last millisecond -> +I w's rows (as without lateness);
+                              a late event for w (last ms <= watermark < last ms + L) -> -U old, +U new;
+                              watermark reaching last ms + L -> w is forgotten
 
-Late events beyond the lateness never reach the operator: the source drops them.
+Late events are judged here, per window, as Flink's group window operator
+with ``table.exec.emit.allow-lateness`` judges them (``isWindowLate``): an
+event counts in every window whose cleanup time (its last millisecond plus
+the allowed lateness) was above the watermark when the event arrived, and
+updates the windows among them that had fired; an event whose every
+window was past its cleanup time is dropped and counted (``late_dropped``)::
+
+    TUMBLE 10 s, lateness 1 min, bound 5 s:  1 2 | 16 (watermark 11: [0, 10) fires) | 4 -> -U +U [0, 10)
+                                             80 (watermark 75: [0, 10) cleaned up) | 6 -> dropped, counted
 """
 
 from __future__ import annotations
@@ -25,10 +33,7 @@ from .window_agg import WindowAggLogic
 
 
 class WindowEmitLogic(WindowAggLogic):
-    """Emits early or corrects late: a window is complete when the watermark reaches its end."""
-
-    def _reach(self, watermark: int) -> int:
-        return watermark
+    """Emits early or corrects late: a window is complete when the watermark reaches its last millisecond."""
 
     def __init__(self, spec: WindowEmitSpec, env: Env):
         super().__init__(spec, env)
@@ -40,8 +45,11 @@ class WindowEmitLogic(WindowAggLogic):
         self.next_fire = env.state.value(spec.id, "next_fire", None)
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
-        windows = {w for pane in self._add(batch) for w in self.window.windows_of_pane(pane)}
-        closed = {w for w in windows if w[1] <= self.fired.value}
+        reach = self._reach(self.fired.value)
+        # The windows the batch updates: those not yet past their cleanup time (Flink's assignActualWindows).
+        windows = {w for pane in self._add(batch) for w in self.window.windows_of_pane(pane)
+                   if w[1] + self.lateness > reach}
+        closed = {w for w in windows if w[1] <= reach}
         if self.policy.mode == "changes" and not self.policy.every_us:
             return self._fire(windows)
         if self.policy.every_us:
@@ -52,15 +60,16 @@ class WindowEmitLogic(WindowAggLogic):
         fired = self.fired.value
         if watermark <= fired:
             return []
+        reach, done = self._reach(watermark), self._reach(fired)
         out: list[pa.Table] = []
         if not (self.policy.mode == "changes" and not self.policy.every_us):
-            ready = {w for pane in self.panes.keys() if pane < watermark
-                     for w in self.window.windows_of_pane(pane) if fired < w[1] <= watermark}
+            ready = {w for pane in self.panes.keys() if pane < reach
+                     for w in self.window.windows_of_pane(pane) if done < w[1] <= reach}
             out = self._fire(ready)
             if self.policy.every_us:
-                self.marked.value = [list(w) for w in self.marked.value if w[1] > watermark]
-        # A window can change until the watermark passes its end plus the lateness.
-        horizon = watermark - self.policy.lateness_us if watermark < MAX_WATERMARK else MAX_WATERMARK
+                self.marked.value = [list(w) for w in self.marked.value if w[1] > reach]
+        # A window can change until the watermark reaches its cleanup time: its last millisecond plus the lateness.
+        horizon = reach - self.policy.lateness_us if watermark < MAX_WATERMARK else MAX_WATERMARK
         for pane in self.panes.keys():
             if pane >= horizon:
                 break
