@@ -53,15 +53,28 @@ VERSIONS = """(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k, ts OR
 
 
 def temporal(kind: str, changes: str, value: str, condition: str = "") -> str:
-    """Each on-time event of s with its key's latest version at or before its time (none if a delete,
-    or if ``condition`` on the version does not hold)."""
+    """Each event of s with its key's latest version at or before its time (none if a delete, if
+    ``condition`` on the version does not hold, or, as Flink cleans versions up, if a newer version is at or
+    below the event's watermark when it arrived)."""
     v = VERSIONS.format(changes=changes)
     return f"""
     WITH v AS {v},
+         s AS (SELECT * FROM s_arr),
          pick AS (SELECT s.seq, MAX(v.ts) AS vts FROM s JOIN v ON v.k = s.k AND v.ts <= s.ts GROUP BY s.seq),
          chosen AS (SELECT p.seq, v.{value} FROM pick p JOIN s USING (seq) JOIN v ON v.k = s.k AND v.ts = p.vts
-                    WHERE NOT v.deleted {condition})
+                    WHERE NOT v.deleted {condition}
+                      AND NOT EXISTS (SELECT 1 FROM v w WHERE w.k = s.k AND w.ts > s.ts AND w.ts <= s.wm))
     SELECT s.k, s.v, s.ts, chosen.{value} FROM s {kind} JOIN chosen USING (seq)"""
+
+
+LONG_AGO = "TIMESTAMP '1970-01-01'"
+
+
+def interval_kept(reach_a: str, reach_b: str) -> str:
+    """Flink's TimeIntervalJoin keeps a pair unless the row that came later (the larger watermark at arrival)
+    came past the other's reach (the last time a partner of it can have)."""
+    wa, wb = f"COALESCE(a.wm, {LONG_AGO})", f"COALESCE(b.wm, {LONG_AGO})"
+    return f"NOT (({wa} > {reach_b} AND {wa} >= {wb}) OR ({wb} > {reach_a} AND {wb} >= {wa}))"
 
 
 def final_state(changes: str, value: str) -> str:
@@ -234,19 +247,20 @@ SHAPES = [
           "SELECT k, v, ts FROM s QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts DESC, seq DESC) = 1"),
     Shape("interval_join_inner", "SELECT a.k, a.v, b.v AS bv FROM s a JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
           "a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND",
-          "SELECT a.k, a.v, b.v AS bv FROM s a JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL 1 SECOND AND "
-          "a.ts + INTERVAL 1 SECOND"),
+          "SELECT a.k, a.v, b.v AS bv FROM s_arr a JOIN s2_arr b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL 1 SECOND "
+          f"AND a.ts + INTERVAL 1 SECOND AND {interval_kept('a.ts + INTERVAL 1 SECOND', 'b.ts + INTERVAL 1 SECOND')}"),
     Shape("interval_self_join", "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN "
           "a.ts + INTERVAL '1' SECOND AND a.ts + INTERVAL '3' SECOND",
-          "SELECT a.v, b.v AS bv FROM s a JOIN s b ON a.k = b.k AND b.ts BETWEEN a.ts + INTERVAL 1 SECOND AND "
-          "a.ts + INTERVAL 3 SECOND"),
+          "SELECT a.v, b.v AS bv FROM s_arr a JOIN s_arr b ON a.k = b.k AND b.ts BETWEEN a.ts + INTERVAL 1 SECOND AND "
+          f"a.ts + INTERVAL 3 SECOND AND {interval_kept('a.ts + INTERVAL 3 SECOND', 'b.ts - INTERVAL 1 SECOND')}"),
     Shape("interval_join_left", "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
           "a.ts AND a.ts + INTERVAL '2' SECOND AND b.v > a.v",
-          "SELECT a.k, a.v, b.v AS bv FROM s a LEFT JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
-          "a.ts + INTERVAL 2 SECOND AND b.v > a.v"),
+          "SELECT a.k, a.v, b.v AS bv FROM s_arr a LEFT JOIN s2_arr b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
+          f"a.ts + INTERVAL 2 SECOND AND b.v > a.v AND {interval_kept('a.ts + INTERVAL 2 SECOND', 'b.ts')}"),
     Shape("interval_join_full", "SELECT a.v, b.v AS bv FROM s a FULL JOIN s2 b ON a.k = b.k AND b.ts BETWEEN "
           "a.ts AND a.ts + INTERVAL '1' SECOND",
-          "SELECT a.v, b.v AS bv FROM s a FULL JOIN s2 b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 1 SECOND"),
+          "SELECT a.v, b.v AS bv FROM s_arr a FULL JOIN s2_arr b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
+          f"a.ts + INTERVAL 1 SECOND AND {interval_kept('a.ts + INTERVAL 1 SECOND', 'b.ts')}"),
     Shape("window_join_full", "SELECT l.window_start, l.k, l.n, r.k AS rk, r.n AS rn FROM (SELECT window_start, "
           "window_end, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
           "GROUP BY window_start, window_end, k) l FULL JOIN (SELECT window_start, window_end, k, COUNT(*) AS n "

@@ -40,6 +40,7 @@ JSON_VALUE_CAST = ("Flink 2.3 fails the job on JSON_VALUE(j, '$.k' RETURNING INT
                    "the ON ERROR default, which its docs describe; dsms gives -1")
 MULTISET_AS_MAP = ("COLLECT gives a MULTISET<T> in Flink; dsms keeps a MULTISET as the MAP<T, INT> of each value's "
                    "count (docs/types.md), the same pairs")
+HOLD = ["CREATE TEMPORARY SYSTEM FUNCTION py_hold AS 'conformance_udfs.hold' LANGUAGE PYTHON"]
 DISTINCT_IN_WINDOW = ("Flink 2.3 merges a window's pieces (local and global window aggregation) through its distinct "
                       "map, so ARRAY_AGG(DISTINCT x) in a window lists the values in that hash map's order ([0, -1, "
                       "NULL, 1, -2, 2, ...]); dsms lists them where they first arrived (docs/sql.md): the same "
@@ -455,4 +456,20 @@ CASES = [
     {"name": "python_functions_in_a_tumble", "python": True, "views": PYTHON_FUNCTIONS,
      "sql": f"""SELECT window_start, window_end, py_label(k, 0) AS l, SUM(py_scaled(v)) AS s, COUNT(*) AS n
                 FROM {tvf('TUMBLE', 'ev', S10)} {GROUP_W}, py_label(k, 0)"""},
+    # Late rows in interval and temporal joins (lija/lijb, ltjo/ltjrates: conformance_data.py), as Flink's
+    # TimeIntervalJoin and TemporalRowTimeJoinOperator judge them. The left side passes py_hold, which pauses
+    # on its first row, so that the other (small) input has finished when the left rows reach the join: the
+    # join's watermark is then the left input's own, as dsms judges each row (docs/time.md).
+    {"name": "late_interval_join_inner", "python": True, "views": HOLD,
+     "sql": """SELECT a.id AS aid, b.id AS bid FROM (SELECT * FROM lija WHERE py_hold(id) >= 0) AS a
+               JOIN lijb AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '10' SECOND"""},
+    {"name": "late_interval_join_left", "python": True, "views": HOLD,
+     "sql": """SELECT a.id AS aid, b.id AS bid FROM (SELECT * FROM lija WHERE py_hold(id) >= 0) AS a
+               LEFT JOIN lijb AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '10' SECOND"""},
+    {"name": "late_temporal_join_inner", "python": True, "views": HOLD,
+     "sql": """SELECT o.id, r.rate FROM (SELECT * FROM ltjo WHERE py_hold(id) >= 0) AS o
+               JOIN ltjrates FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k"""},
+    {"name": "late_temporal_join_left", "python": True, "views": HOLD,
+     "sql": """SELECT o.id, r.rate FROM (SELECT * FROM ltjo WHERE py_hold(id) >= 0) AS o
+               LEFT JOIN ltjrates FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k"""},
 ]

@@ -20,11 +20,14 @@ DATA = os.path.join(os.path.dirname(HERE), "data", "conformance")
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 COLUMNS = ("id BIGINT, k STRING, v INT, price DOUBLE, amount DECIMAL(10, 2), url STRING, ts TIMESTAMP(3), "
            "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND")
-SOURCES = ("ev", "ev2", "ev3", "edge", "ooo", "lsess", "lover")
+SOURCES = ("ev", "ev2", "ev3", "edge", "ooo", "lsess", "lover", "lija", "lijb", "ltjo")
 # Instants (TIMESTAMP_LTZ), written as Flink's JSON format writes them (UTC with a Z), over three days.
 LTZ_SOURCES = {"evz": COLUMNS.replace("ts TIMESTAMP(3)", "ts TIMESTAMP_LTZ(3)")}
 # Tables read as Debezium JSON: the changes of rows by primary key.
-TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED"}
+TABLES = {"rates": "k STRING, rate INT, label STRING, PRIMARY KEY (k) NOT ENFORCED",
+          # A versioned table (event time and a watermark), for the temporal join's late rule.
+          "ltjrates": "k STRING, rate INT, ts TIMESTAMP(3), PRIMARY KEY (k) NOT ENFORCED, "
+                      "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"}
 # Streams of nested JSON (ROW, ARRAY and MAP columns).
 NESTED = {"orders": "id BIGINT, customer ROW<name STRING, tags ARRAY<STRING>>, items ARRAY<ROW<sku STRING, qty INT>>, "
                     "ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND",
@@ -168,12 +171,33 @@ def late_over_events() -> list[dict]:
                        ("a", 55), ("a", 30), ("b", 90), ("a", 56)])
 
 
+def late_interval_join_events() -> tuple[list[dict], list[dict]]:
+    """Hand-made, for the interval join's late rule (a.ts within 10 s of b.ts; bound 5 s): b on time, a with
+    rows behind its watermark :35 that still meet a held b (:25, :33: b :30 is held until :40) and one that
+    comes after its only partner's reach (:14: b :10 reaches :20)."""
+    return (_hand_made([("x", 40), ("x", 25), ("x", 14), ("x", 33), ("y", 70), ("y", 52)]),
+            _hand_made([("x", 10), ("x", 30), ("y", 60), ("x", 90)]))
+
+
+def late_temporal_join_events() -> tuple[list[dict], list[dict]]:
+    """Hand-made, for the temporal join's late rule: versions of x at :10, :20, :50 (bound 5 s); orders behind
+    their watermark whose version was cleaned up (:15 at :25, :22 at :55) or is still kept (:52 at :55)."""
+    orders = _hand_made([("x", 12), ("x", 30), ("x", 15), ("x", 60), ("x", 22), ("x", 52)])
+    changes, before = [], None
+    for rate, t in ((1, 10), (2, 20), (3, 50)):
+        after = {"k": "x", "rate": rate, "ts": timestamp_text(BASE + dt.timedelta(seconds=t))}
+        changes.append({"op": "u" if before else "c", "before": before, "after": after})
+        before = after
+    return orders, changes
+
+
 def write_data() -> dict[str, str]:
     os.makedirs(DATA, exist_ok=True)
     data = {"ev": events(3000, seed=1, span_s=300, late=8),
             "ev2": events(1500, seed=2, span_s=300), "ev3": events(1500, seed=3, span_s=240),
             "edge": edge_events(), "ooo": out_of_order_events(), "lsess": late_session_events(),
-            "lover": late_over_events(),
+            "lover": late_over_events(), "lija": late_interval_join_events()[0],
+            "lijb": late_interval_join_events()[1], "ltjo": late_temporal_join_events()[0],
             "evz": [{**r, "ts": r["ts"] + "Z"} for r in events(1500, seed=4, span_s=3 * 86400)]}
     paths = {}
     for name, rows in data.items():
@@ -184,6 +208,9 @@ def write_data() -> dict[str, str]:
     paths["orders"] = os.path.join(DATA, "orders.jsonl")
     with open(paths["orders"], "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in nested_orders(400, seed=11))
+    paths["ltjrates"] = os.path.join(DATA, "ltjrates.jsonl")
+    with open(paths["ltjrates"], "w") as f:
+        f.writelines(json.dumps(e) + "\n" for e in late_temporal_join_events()[1])
     paths["profiles"] = os.path.join(DATA, "profiles.jsonl")
     with open(paths["profiles"], "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in nested_profiles(300, seed=12))

@@ -11,6 +11,11 @@ conformance.py (on the import path when it runs).
 
 from __future__ import annotations
 
+import os
+import time
+
+HOLD_S = float(os.environ.get("DSMS_CONFORMANCE_HOLD_S", "4"))
+
 try:
     from pyflink.table import AggregateFunction as _FlinkAggregate
     from pyflink.table import DataTypes
@@ -48,8 +53,22 @@ def _scaled(v):
     return None if v is None else v * 3 - 1
 
 
+_held = []
+
+
+def _hold(v):
+    """The value, after a pause on the first call: the side of a join that calls it reaches the join only
+    after the other side's (small, bounded) input has finished, so that Flink's join watermark is this
+    side's own, as dsms judges it (the join cases of the late-event rule)."""
+    if not _held:
+        _held.append(True)
+        time.sleep(HOLD_S)
+    return v
+
+
 label = _declare(_label, "STRING")
 scaled = _declare(_scaled, "BIGINT")
+hold = _declare(_hold, "BIGINT")
 
 
 def _url_parts(url):

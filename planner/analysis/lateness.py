@@ -108,14 +108,47 @@ def judges_late_events(node: L.Node) -> bool:
     below the last time it emitted for the row's partition (bounded frames,
     ``RowTimeRangeBoundedPrecedingFunction``).
 
-    And a window join (:func:`judges_window_join`). The other joins judge
-    at their sources: a two-input operator's watermark is the minimum over
-    its inputs as they stand when a row arrives, which depends on how the
-    inputs interleave, so no rule over it gives the same rows whatever the
-    batch sizes.
+    And the time-bounded joins (:func:`judges_join`): window, interval and
+    event-time temporal joins, each row judged against its own input's
+    watermark. A join's watermark is the minimum over its inputs as they
+    stand when a row arrives, which depends on how the inputs interleave, so
+    no rule over it gives the same rows whatever the batch sizes.
     """
     return (judges_per_window(node) or judges_with_lateness(node) or judges_per_session(node)
-            or isinstance(node, OverAggregate) or judges_window_join(node))
+            or isinstance(node, OverAggregate) or judges_join(node))
+
+
+def judges_join(node: L.Node) -> bool:
+    """A window, interval or event-time temporal join that judges late rows itself (:func:`judged_inputs`)."""
+    return judges_window_join(node) or judges_interval_join(node) or judges_temporal_join(node)
+
+
+def judges_interval_join(node: L.Node) -> bool:
+    """An interval join without allowed lateness, judging as Flink's ``TimeIntervalJoin``: a row behind the
+    watermark still joins the rows of the other input that are still held, and waits for partners while the
+    other input's time has not passed the last time one could have (docs/time.md)."""
+    return isinstance(node, Join) and node.strategy == "interval" and not node.lateness
+
+
+def judges_temporal_join(node: L.Node) -> bool:
+    """An event-time temporal join of an append-only stream without allowed lateness, judging its left rows
+    as Flink's ``TemporalRowTimeJoinOperator``: a left row behind the watermark joins the versions still kept.
+    The versioned table's changes are judged at their source."""
+    return (isinstance(node, Join) and node.strategy == "temporal" and not node.lateness
+            and node.left.changelog == L.APPEND)
+
+
+def judges_row_join(node: L.Node) -> bool:
+    """An interval or event-time temporal join that judges late rows itself (each row, not each window)."""
+    return judges_interval_join(node) or judges_temporal_join(node)
+
+
+def judged_inputs(node: L.Node) -> tuple[bool, ...]:
+    """Which inputs of an operator that judges late rows itself it judges: all of them, except a temporal
+    join's versioned table (judged at its source)."""
+    if judges_temporal_join(node):
+        return (True, False)
+    return (True,) * len(node.inputs)
 
 
 def judges_window_join(node: L.Node) -> bool:
@@ -138,9 +171,9 @@ def judges_per_session(node: L.Node) -> bool:
 
 def judges_on_batch_routes(node: L.Node) -> bool:
     """The operators that judge late events themselves on the batch routes too: per window (window
-    aggregates, with or without allowed lateness, Top-N and joins), and OVER."""
+    aggregates, with or without allowed lateness, Top-N and joins), OVER, and interval and temporal joins."""
     return (judges_per_window(node) or judges_with_lateness(node) or isinstance(node, OverAggregate)
-            or judges_window_join(node))
+            or judges_join(node))
 
 
 def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
@@ -149,9 +182,10 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
 
     Their sources drop nothing: they cut their batches before each event
     behind the watermark, so that the operators above see the watermark
-    as it stood when the event arrived (docs/time.md). A window join that
-    judges lateness itself judges each row against its own input's
-    watermark, so its inputs do not fan in.
+    as it stood when the event arrived (docs/time.md). A join that judges
+    lateness itself judges each row against its own input's watermark, so
+    its inputs do not fan in (a temporal join's versioned table is judged at
+    its source: :func:`judged_inputs`).
     """
     timed = scans_under_event_time(root)
     other: set[int] = set()
@@ -168,11 +202,15 @@ def scans_judged_per_window(root: L.Node, judge=judges_per_window) -> set[int]:
         # Under a union or a join the operator's watermark is the minimum over its inputs, which depends on
         # how they interleave: the scans below judge at the source, against their own watermark. A union
         # that no event-time operator reads (GROUPING SETS of window aggregates) passes its rows on as they are.
-        judged = judge(node)
+        # An interval or temporal join under another event-time operator leaves late rows to its sources:
+        # the late pairs it would emit reach that operator behind its watermark, by an amount that
+        # depends on when the join's watermark moved, which the batch routes cannot reproduce.
+        judged = judge(node) and not (timed_above and judges_row_join(node))
         fans_in = len(node.inputs) > 1 and not judged and not (isinstance(node, L.Union) and not timed_above)
         below = clean and not fans_in and (judged or not uses_event_time(node) or _reads_a_window_judge(node))
-        for child in node.inputs:
-            visit(child, below, seen, timed_above or uses_event_time(node))
+        judged_here = judged_inputs(node) if judged else (True,) * len(node.inputs)
+        for child, own in zip(node.inputs, judged_here):
+            visit(child, below and own, seen, timed_above or uses_event_time(node))
 
     visit(root, True, set(), False)
     return timed - other

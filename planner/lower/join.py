@@ -6,8 +6,9 @@ which are bound over output names, render unqualified. Over bounded input
 each strategy's final result is a plain join of the inputs' final rows:
 
 * interval: ``ON keys AND r.t - l.t BETWEEN lower AND upper`` (in
-  microseconds), inner or outer; the runtime keeps rows exactly as long as
-  an on-time partner can come, so nothing else is lost;
+  microseconds), inner or outer, and, for rows that came behind their
+  input's watermark (``__wm``), the pair rule of Flink's ``TimeIntervalJoin``
+  that the runtime applies (``interval_pair_kept``);
 * window: ``ON l.window_start = r.window_start AND l.window_end = r.window_end AND keys``, over the
   rows whose window had not fired for their input when they arrived (``__wm``);
 * regular: ``ON`` the condition, over the inputs' final rows;
@@ -21,6 +22,9 @@ each strategy's final result is a plain join of the inputs' final rows:
       valid                  [10:00, 10:05)  [10:05, 10:09)  [10:09, ...) -> no row
       left row at 10:07      -> bid 4
 
+  A left row whose next version is at or below its watermark at arrival
+  (``__wm``) finds none (Flink has cleaned its version up, as the runtime).
+
 A lookup join is refused before this (its result depends on arrival times).
 """
 
@@ -28,11 +32,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..analysis.lateness import judges_window_join
+from ..analysis.lateness import judges_interval_join, judges_temporal_join, judges_window_join
 from ..logical.join import Join
 from ..vocabulary import ChangeOp
-from .sql import FILE, OP, ROW, alias, and_, c, micros, open_window, sub, window
+from .sql import ARRIVAL_WM, FILE, OP, ROW, alias, and_, c, micros, open_window, sub, window
 from .sqlgen import lit
+from .sqlgen_join import interval_pair_kept
 from .stream import interval_bound
 
 KIND = {"inner": None, "left": "LEFT", "right": "RIGHT", "full": "FULL"}
@@ -45,11 +50,26 @@ def _side(lw, node, side: int, rel=None) -> exp.Subquery:
     src = rel or lw.rel(child)
     names = node.left_names if side == 0 else node.right_names
     items = [alias(c(inner), out) for inner, out in zip(child.schema.names, names)]
+    if arrival_judged(node, side) and not lw.streaming(node):  # the watermark it came at, for the pair rule (``__wl`` / ``__wr``)
+        items.append(alias(c(ARRIVAL_WM) if src.ordered else exp.Null(), ARRIVAL[side]))
     query = exp.select(*items).from_(lw.use(src))
     if src.ordered and judges_window_join(node):
         end = node.window_columns[1 + 2 * side]  # the side's window_end, by its output name
         query = query.where(open_window(micros(c(child.schema.names[list(names).index(end)]))))
     return sub(query, "l" if side == 0 else "r")
+
+
+ARRIVAL = ("__wl", "__wr")  # each side's ``__wm`` under its own name in a join
+NEVER = -(2**62)  # the watermark of a row that is not judged (``__wm`` NULL): no pair is lost to it
+
+
+def arrival_judged(node: Join, side: int) -> bool:
+    """Whether a side's rows carry their watermark at arrival into the join, which judges them with it."""
+    return judges_interval_join(node) or (side == 0 and judges_temporal_join(node))
+
+
+def _arrival(side: int) -> exp.Expression:
+    return exp.Coalesce(this=c(ARRIVAL[side]), expressions=[lit(NEVER)])
 
 
 def _conditions(lw, node: Join, *extra: exp.Expression) -> exp.Expression:
@@ -78,6 +98,10 @@ def lower_join(lw, node: Join):
         lt, rt = micros(c(b.left_time)), micros(c(b.right_time))
         extra.append(exp.Between(this=rt, low=exp.Add(this=lt, expression=lit(b.lower)),
                                  high=exp.Add(this=lt.copy(), expression=lit(b.upper))))
+        if judges_interval_join(node):  # (Spark Structured Streaming judges with its own watermark)
+            reach_l = exp.Add(this=lt.copy(), expression=lit(b.upper))
+            reach_r = exp.Sub(this=rt.copy(), expression=lit(b.lower))
+            extra.append(interval_pair_kept(reach_l, reach_r, _arrival(0), _arrival(1)))
     elif node.strategy == "window":
         ls, le, rs, re_ = node.window_columns
         extra += [exp.EQ(this=c(ls), expression=c(rs)), exp.EQ(this=c(le), expression=c(re_))]
@@ -112,6 +136,9 @@ def _temporal(lw, node: Join):
     valid = and_(exp.GTE(this=at, expression=c("__vt")),
                  exp.Or(this=exp.Is(this=c("__vnext"), expression=exp.Null()),
                         expression=exp.LT(this=at.copy(), expression=c("__vnext"))))
+    if judges_temporal_join(node) and not lw.streaming(node):  # its next version at or below the row's watermark: cleaned up
+        valid = and_(valid, exp.Or(this=exp.Is(this=c("__vnext"), expression=exp.Null()),
+                                   expression=exp.GT(this=c("__vnext"), expression=_arrival(0))))
     on = and_(*[exp.EQ(this=lw.expr(a, node.schema), expression=lw.expr(b, node.schema)) for a, b in node.equi], valid)
     matched = exp.select("*").from_(_side(lw, node, 0)).join(right, on=on, join_type="LEFT")
     ok = and_(exp.Not(this=exp.Is(this=c("__vt"), expression=exp.Null())), exp.Not(this=c("__del")))

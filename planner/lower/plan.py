@@ -140,8 +140,8 @@ class Lowered:
                              f"{'are kept' if s.late_only else 'more than ' + str(s.bound_us) + ' us behind it are late'}")
             elif s.time_column and s.per_window:
                 lines.append(f"--   __mx: the largest {s.time_column} before each row in {within}; __wm = __mx - "
-                             f"{s.bound_us} us, the watermark when the row arrived: a window counts the row when "
-                             "its last millisecond is above it")
+                             f"{s.bound_us} us, the watermark when the row arrived, against which the operators "
+                             "above judge it (a window counts it when its last millisecond is above it)")
         return "\n".join(lines + [self.sql(pretty=True)])
 
 

@@ -160,19 +160,32 @@ def _join(left: exp.Expression, right: exp.Expression, on: exp.Expression, how: 
 # -- interval join -------------------------------------------------------------------------
 
 def interval_join_sql(j: JoinSql) -> dict:
+    """The interval join's statements. Every row keeps ``__t`` (its time) and ``__w`` (its input's watermark
+    when it arrived; the smallest possible where its input is not judged here). A pair that meets the join
+    condition is joined unless the row that came later had a watermark past the last time the other could
+    still find a partner (:func:`interval_pair_kept`); a row expires once the watermark has passed that
+    time and its own ``__w`` (runtime/operators/interval_join.py)."""
     b = j.node.bounds
     times = (j.source[b.left_time][1], j.source[b.right_time][1])
     tables = (j.table("l"), j.table("r"))
-    extra = [[("__t", "BIGINT")] + ([(ID, "BIGINT"), ("__m", "BOOLEAN")] if j.preserved[s] else []) for s in (0, 1)]
+    extra = [[("__t", "BIGINT"), ("__w", "BIGINT")] + ([(ID, "BIGINT"), ("__m", "BOOLEAN")] if j.preserved[s] else [])
+             for s in (0, 1)]
     setup = tuple(render(create_table(tables[s], j.columns(s, *extra[s]))) for s in (0, 1))
+
+    # A left row can meet right rows up to l.ts + upper; a right row left rows up to r.ts - lower.
+    def reach(s: int, alias_: str | None = None) -> exp.Expression:
+        t = exp.column("__t", alias_) if alias_ else exp.column("__t")
+        return _plus(t, b.upper) if s == 0 else _minus(t, b.lower)
+
     bound = exp.Between(this=_t("r"), low=_plus(_t("l"), b.lower), high=_plus(_t("l"), b.upper))
-    cond = j.condition(bound)
+    cond = j.condition(bound, interval_pair_kept(reach(0, "l"), reach(1, "r")))
     on_batch = []
     for s in (0, 1):
         own, other = ("l", "r") if s == 0 else ("r", "l")
         batch = sub(select_from(BATCH, None, star(), exp.alias_(epoch(BATCH, times[s]), "__t")), own)
         pair = _join(batch, table(tables[1], "r"), cond) if s == 0 else _join(table(tables[0], "l"), batch, cond)
-        stored = insert(tables[s], select_from(BATCH, None, *j.column_list(s), epoch(BATCH, times[s])))
+        kept = (*j.column_list(s), epoch(BATCH, times[s]), exp.column("__w"))
+        stored = insert(tables[s], select_from(BATCH, None, *kept))
         if not any(j.preserved):
             on_batch.append(_all([stored, pair.select(*j.outputs())]))
             continue
@@ -189,28 +202,59 @@ def interval_join_sql(j: JoinSql) -> dict:
         if j.preserved[s]:
             own_id = "__lid" if s == 0 else "__rid"
             matched = exp.column(ID).isin(query=select_from(matches, None, exp.column(own_id)))
-            stmts.append(insert(tables[s], select_from(BATCH, None, *j.column_list(s), epoch(BATCH, times[s]),
-                                                       exp.column(ID), matched)))
+            stmts.append(insert(tables[s], select_from(BATCH, None, *kept, exp.column(ID), matched)))
         else:
             stmts.append(stored)
         stmts.append(select_from(matches, None, *cols(j.out_names)))
         on_batch.append(_all(stmts))
-    # A left row can meet right rows up to l.ts + upper; a right row left rows up to r.ts - lower.
-    def reach(s: int, alias_: str | None = None) -> exp.Expression:
-        t = exp.column("__t", alias_) if alias_ else exp.column("__t")
-        return _plus(t, b.upper) if s == 0 else _minus(t, b.lower)
 
-    expire, min_time = [], []
+    def expiring(s: int, alias_: str | None = None) -> exp.Expression:
+        """No row still to come can pair with it: the watermark is past its reach and its own ``__w``."""
+        w = exp.column("__w", alias_) if alias_ else exp.column("__w")
+        return _below_watermark(exp.func("GREATEST", reach(s, alias_), _minus(w, 1)))
+
+    expire, min_time, unmatched = [], [], []
     for s in (0, 1):
         alias_ = "l" if s == 0 else "r"
         padded = ""
         if j.preserved[s]:
             padded = render(select_from(tables[s], alias_, *j.outputs(null_left=s == 1, null_right=s == 0)).where(
-                exp.and_(_below_watermark(reach(s, alias_)), exp.Not(this=exp.column("__m", alias_)))))
-        expire.append((padded, render(_delete_where(tables[s], _below_watermark(reach(s))))))
-        min_time.append(render(select_from(tables[s], None, exp.Min(this=reach(s)))))
+                exp.and_(expiring(s, alias_), exp.Not(this=exp.column("__m", alias_)))))
+        expire.append((padded, render(_delete_where(tables[s], expiring(s)))))
+        min_time.append(render(select_from(tables[s], None, exp.Min(this=exp.func(
+            "GREATEST", reach(s), _minus(exp.column("__w"), 1))))))
+        # An inner side's rows that came too late to wait (their __w at or past their reach) and found no
+        # partner: the rows the join drops as late. Counted as they expire, before either side's rows go.
+        other = "r" if s == 0 else "l"
+        partner = exp.Exists(this=select_from(tables[1 - s], other, lit(1)).where(cond))
+        unmatched.append("" if j.preserved[s] else render(select_from(tables[s], alias_, exp.func("COUNT", exp.Star()))
+                                                          .where(exp.and_(expiring(s, alias_), exp.GTE(
+                                                              this=exp.column("__w", alias_), expression=reach(s, alias_)),
+                                                              exp.Not(this=partner)))))
     return dict(setup=setup, state_tables=tables, on_batch=tuple(on_batch), expire=tuple(expire),
-                min_time=tuple(min_time), times=times)
+                min_time=tuple(min_time), times=times, unmatched=tuple(unmatched))
+
+
+def interval_pair_kept(reach_l: exp.Expression, reach_r: exp.Expression, wl: exp.Expression | None = None,
+                       wr: exp.Expression | None = None) -> exp.Expression:
+    """Whether Flink's ``TimeIntervalJoin`` joins a pair that meets the join condition, judged with each row's
+    input watermark at arrival (``wl``, ``wr``; by default ``l.__w``, ``r.__w``).
+
+    Flink joins a row with the other input's rows still in its cache, and caches a row only while the other
+    input's time is below the last time a partner could have (its reach). Taking each row's own watermark
+    for that time, the row with the larger watermark came later, so the pair is lost when that watermark is
+    past the other row's reach (on a tie, when it is past either reach)::
+
+        lost = (wl > reach_r AND wl >= wr) OR (wr > reach_l AND wr >= wl)
+
+    A row on time (its time at or above its watermark) is never past a partner's reach, so only late rows
+    lose pairs, and only their watermark need be exact.
+    """
+    wl = wl if wl is not None else exp.column("__w", "l")
+    wr = wr if wr is not None else exp.column("__w", "r")
+    lost = exp.or_(exp.and_(exp.GT(this=wl, expression=reach_r), exp.GTE(this=wl.copy(), expression=wr)),
+                   exp.and_(exp.GT(this=wr.copy(), expression=reach_l), exp.GTE(this=wr.copy(), expression=wl.copy())))
+    return exp.Not(this=exp.Paren(this=lost))
 
 
 # -- window join ---------------------------------------------------------------------------
@@ -236,19 +280,23 @@ def window_join_sql(j: JoinSql) -> dict:
 
 # -- temporal join -------------------------------------------------------------------------
 
-def temporal_join_sql(j: JoinSql, keys: tuple[str, ...], updating: bool = False) -> dict:
+def temporal_join_sql(j: JoinSql, keys: tuple[str, ...], updating: bool = False, judged: bool = False) -> dict:
     """``keys``: the versioned table's primary key (its input column names). ``updating``: the left side carries
-    row kinds (and its rows an arrival number, ``SEQ``): each change is joined and emitted with its kind, in order."""
+    row kinds (and its rows an arrival number, ``SEQ``): each change is joined and emitted with its kind, in order.
+    ``judged``: the left rows are judged here, each with its input's watermark at arrival (``__w``): as Flink's
+    ``TemporalRowTimeJoinOperator`` keeps, per key, only the newest version at or below the watermark and the
+    newer ones, a left row older than that version finds none. An inner join's fired rows then include the
+    late rows (behind ``__w``) that found no version, flagged ``__drop``, for the operator to count and drop."""
     n = j.node
     left_time, version_time = j.source[n.as_of][1], j.source[n.version_time][1]
     buffer, versions, batch = j.table("l"), j.table("v"), j.table("b")
     K = list(keys)
     kinds = (("__op", "TINYINT"), ("__seq", "BIGINT")) if updating else ()
-    setup = (render(create_table(buffer, j.columns(0, ("__t", "BIGINT"), *kinds))),
+    setup = (render(create_table(buffer, j.columns(0, ("__t", "BIGINT"), ("__w", "BIGINT"), *kinds))),
              render(create_table(versions, j.columns(1, ("__t", "BIGINT"), ("__del", "BOOLEAN")))))
     carried = (col(OP), col(SEQ)) if updating else ()
     on_left = (render(insert(buffer, select_from(BATCH, None, *j.column_list(0), epoch(BATCH, left_time),
-                                                 *carried))),)
+                                                 exp.column("__w"), *carried))),)
     # Versions by (key, time): the last change at a time wins; -U rows are replaced by their +U.
     latest = row_number([*cols(K), epoch(BATCH, version_time)], [desc(exp.column(SEQ))])
     ranked = select_from(BATCH, None, *j.column_list(1), exp.alias_(epoch(BATCH, version_time), "__t"),
@@ -267,19 +315,33 @@ def temporal_join_sql(j: JoinSql, keys: tuple[str, ...], updating: bool = False)
     if n.residual is not None:
         ok = exp.and_(ok, exp.func("COALESCE", j.expr(n.residual), exp.false()))
     asof = j.condition(exp.GTE(this=_t("l"), expression=_t("r")), residual=False)
-    pending = sub(select_from(buffer, None, star()).where(_below_watermark(exp.column("__t"))), "l")
+    # A left row waits until the watermark passes its time and, if it came late, the watermark it came at:
+    # every version up to there has arrived then.
+    due = exp.func("GREATEST", exp.column("__t"), exp.column("__w"))
+    pending = sub(select_from(buffer, None, star()).where(_below_watermark(due)), "l")
+    late: list[exp.Expression] = []
+    if judged:
+        # The newest version at or below the row's watermark (``__wt``): a row older than it finds no version.
+        newest = j.condition(exp.GTE(this=exp.column("__w", "l"), expression=_t("r")), residual=False)
+        pending = sub(_join(pending, table(versions, "r"), newest, "ASOF LEFT").select(
+            star("l"), exp.alias_(_t("r"), "__wt")), "l")
+        cleaned = exp.func("COALESCE", exp.GT(this=exp.column("__wt", "l"), expression=_t("l")), exp.false())
+        ok = exp.and_(ok, exp.Not(this=cleaned))
+        late = [exp.alias_(exp.LT(this=_t("l"), expression=exp.column("__w", "l")), "__late")]
     kept = (exp.alias_(exp.column("__op", "l"), OP), exp.column("__seq", "l")) if updating else ()
     inner = _join(pending, table(versions, "r"), asof, "ASOF LEFT").select(*j.outputs(), exp.alias_(ok, "__ok"),
-                                                                           *kept)
+                                                                           *late, *kept)
     right_out = set(n.right_names)
     items = [alias(exp.Case(ifs=[exp.If(this=exp.column("__ok"), true=col(c))]), c) if c in right_out else col(c)
              for c in j.out_names]
-    fired = select_from(sub(inner, "m"), None, *items, *((col(OP),) if updating else ()))
-    if n.kind == "inner":
-        fired = fired.where(exp.column("__ok"))
+    fired = select_from(sub(inner, "m"), None, *items, *((col(OP),) if updating else ()),
+                        *((exp.alias_(exp.Not(this=exp.column("__ok")), "__drop"),) if judged and n.kind == "inner"
+                          else ()))
+    if n.kind == "inner":  # a late row without a version stays, to be counted (and then dropped)
+        fired = fired.where(exp.or_(exp.column("__ok"), exp.column("__late")) if judged else exp.column("__ok"))
     if updating:  # a retraction before the row that replaces it
         fired = fired.order_by(exp.column("__seq"))
-    fire = (render(fired), render(_delete_where(buffer, _below_watermark(exp.column("__t")))))
+    fire = (render(fired), render(_delete_where(buffer, _below_watermark(due.copy()))))
     # Keep, per key, the last version before the watermark (unless it is a delete) and all newer ones.
     older = select_from(versions, None, exp.column("rowid"), exp.column("__del"), exp.alias_(
         row_number(cols(K), [desc(exp.column("__t"))]), "__rn")).where(_below_watermark(exp.column("__t")))
@@ -287,7 +349,7 @@ def temporal_join_sql(j: JoinSql, keys: tuple[str, ...], updating: bool = False)
         exp.GT(this=exp.column("__rn"), expression=lit(1)), exp.column("__del")))
     prune = (render(_delete_where(versions, exp.column("rowid").isin(query=superseded))),)
     return dict(setup=setup, state_tables=(buffer, versions), on_batch=(on_left, on_right), fire=fire,
-                prune=prune, min_time=render(select_from(buffer, None, exp.Min(this=exp.column("__t")))),
+                prune=prune, min_time=render(select_from(buffer, None, exp.Min(this=due.copy()))),
                 time=left_time)
 
 

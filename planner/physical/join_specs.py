@@ -49,6 +49,12 @@ class IntervalJoinSpec(JoinSpec):
     min_time: tuple[str, str] = ("", "")  # per side, the smallest time at which a stored row expires
     time_columns: tuple[str, str] = ("", "")
     ids: tuple[bool, bool] = (False, False)  # whether each port's batches get a row id column (outer sides)
+    # Per port: its late rows are judged here, against the port's watermark as it stood when they arrived
+    # (kept with each row as ``__w``; see runtime/operators/interval_join.py).
+    judged: tuple[bool, bool] = (False, False)
+    # Per side, $1 = watermark: how many of the rows that expire arrived too late to wait for a partner and
+    # found none (an inner side's late rows the join drops), or "" (an outer side: they are padded).
+    unmatched: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,9 @@ class TemporalJoinSpec(JoinSpec):
     min_time: str = ""  # the earliest buffered left row
     time_column: str = ""  # the left rows' time column
     sequenced: bool = False  # an updating left side: its rows are numbered, and emitted in arrival order
+    # Per port: the left rows are judged here (each keeps its port's watermark at arrival as ``__w``); the
+    # versioned table's are judged at its source.
+    judged: tuple[bool, bool] = (False, False)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...grammar import DsmsError
-from ..analysis.lateness import judges_window_join
+from ..analysis.lateness import judged_inputs, judges_join
 from ..logical import nodes as L
 from ..logical.join import Join
 from ..lower.sqlgen_join import (
@@ -80,10 +80,14 @@ class JoinPlanning:
                         setup=sql["setup"], state_tables=sql["state_tables"], stream_port=0, lookup=sql["lookup"],
                         external=external, sequenced=updating)
 
-    def _judged_here(self, node: Join, side: L.Node) -> bool:
-        """Whether a window join judges the late rows of ``side`` itself: every source below leaves them to it."""
-        scans = [n for n in L.walk(side) if isinstance(n, L.Scan)]
-        return judges_window_join(node) and all(id(n) in self.window_judged for n in scans)
+    def _judged_here(self, node: Join) -> tuple[bool, bool]:
+        """Per input, whether a window, interval or temporal join judges its late rows itself: every source
+        below leaves them to it."""
+        def judged(side: L.Node, own: bool) -> bool:
+            scans = [n for n in L.walk(side) if isinstance(n, L.Scan)]
+            return own and judges_join(node) and all(id(n) in self.window_judged for n in scans)
+
+        return tuple(judged(side, own) for side, own in zip(node.inputs, judged_inputs(node)))
 
     def plan_Join(self, node: Join) -> int:
         if node.strategy == "temporal":
@@ -108,20 +112,21 @@ class JoinPlanning:
                             state_tables=sql["state_tables"], lower=b.lower, upper=b.upper,
                             delay=b.delay + node.lateness, lateness=node.lateness, on_batch=sql["on_batch"],
                             expire=sql["expire"], min_time=sql["min_time"], time_columns=sql["times"],
-                            ids=j.preserved)
+                            ids=j.preserved, judged=self._judged_here(node), unmatched=sql["unmatched"])
         if node.strategy == "window":
             sql = window_join_sql(j)
             return self.add(WindowJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], min_end=sql["min_end"], end_columns=sql["ends"],
-                            judged=tuple(self._judged_here(node, side) for side in node.inputs))
+                            judged=self._judged_here(node))
         if node.strategy == "temporal":
             updating = node.left.changelog == L.UPDATING
-            sql = temporal_join_sql(j, node.right.source.primary_key, updating)
+            judged = self._judged_here(node)
+            sql = temporal_join_sql(j, node.right.source.primary_key, updating, judged[0])
             return self.add(TemporalJoinSpec, node, (left, right), label, **common, setup=sql["setup"],
                             state_tables=sql["state_tables"], lateness=node.lateness, on_batch=sql["on_batch"],
                             fire=sql["fire"], prune=sql["prune"], min_time=sql["min_time"],
-                            time_column=sql["time"], sequenced=updating)
+                            time_column=sql["time"], sequenced=updating, judged=judged)
         if node.strategy == "lookup":
             stream = node.left if node.stream_side == "left" else node.right
             updating = stream.changelog == L.UPDATING

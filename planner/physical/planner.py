@@ -19,6 +19,7 @@ from ..analysis.lateness import (
     is_session_tvf,
     judges_late_events,
     judges_per_session,
+    judges_row_join,
     scans_judged_per_window,
     scans_under_event_time,
     window_grids,
@@ -80,9 +81,11 @@ class _Planner(JoinPlanning):
         self.ops: list[OpSpec] = []
         self.done: dict[int, int] = {}
         self.consumers: dict[int, int] = {}
+        self.parents: dict[int, L.Node] = {}
         for n in L.walk(root):
             for i in n.inputs:
                 self.consumers[id(i)] = self.consumers.get(id(i), 0) + 1
+                self.parents[id(i)] = n
         # Which columns a stateful operator keeps in its state is a physical choice: the plan says what each
         # node produces (rules/prune_columns.py), its consumers say which of those they read.
         self.required = required_columns(root)
@@ -239,7 +242,15 @@ class _Planner(JoinPlanning):
                         window_grids=window_grids(self.root, judges_late_events)
                         if id(node) in self.window_judged else (),
                         isolate_late=id(node) in self.window_judged and any(
-                            judges_per_session(n) for n in L.walk(self.root)))
+                            judges_per_session(n) for n in L.walk(self.root)),
+                        arrival_column=self._read_by_a_row_join(node))
+
+    def _read_by_a_row_join(self, node: L.Node) -> bool:
+        """Whether a scan's only consumer is an interval or temporal join that judges its rows (it takes each
+        row's watermark at arrival as a column, ``__w``, rather than batches cut before each late row)."""
+        parent = self.parents.get(id(node))
+        return (id(node) in self.window_judged and self.consumers.get(id(node)) == 1 and parent is not None
+                and judges_row_join(parent))
 
     def values(self, node: L.Values) -> int:
         if not node.schema.fields:

@@ -64,6 +64,9 @@ class SourceSpec(OpSpec):
     # A session above judges each event behind the watermark alone, before the events after it (which
     # could otherwise bridge it to an open session): each such event is a batch of its own.
     isolate_late: bool = False
+    # Its only consumer is an interval or temporal join that judges its rows: instead of being cut, each
+    # batch carries ``__w``, every event's watermark as it stood when the event arrived, which the join keeps.
+    arrival_column: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..duck import conform
-from .base import MAX_WATERMARK, DuckStateLogic
+from .base import MAX_WATERMARK, MIN_WATERMARK, DuckStateLogic, Env
+from .source import ARRIVAL
 
 
 class JoinLogic(DuckStateLogic):
@@ -41,6 +43,37 @@ class JoinLogic(DuckStateLogic):
         """The smallest time ``statement`` finds in the state (MAX_WATERMARK when there is none)."""
         value = self.con.execute(statement).fetchall()[0][0]
         return MAX_WATERMARK if value is None else int(value)
+
+
+class PortWatermarks:
+    """A join that judges late rows against each input's own watermark (docs/time.md): it keeps every
+    port's watermark, checkpointed, as its sources advance it before each event behind it (source.py)."""
+
+    def track_ports(self, env: Env, op_id: int) -> None:
+        self.port_wm = env.state.value(op_id, "port_watermarks", [MIN_WATERMARK, MIN_WATERMARK])
+
+    def input_watermark(self, ports: list[int]) -> int:
+        # A port's watermark only rises (a job restored from a checkpoint starts its ports from nothing); an
+        # idle or finished input reads as +infinity here and sends no rows until it is back, so is not taken.
+        self.port_wm.value = [old if new >= MAX_WATERMARK else max(old, new)
+                              for old, new in zip(self.port_wm.value, ports)]
+        return min(ports)
+
+    def arrival_watermark(self, port: int, judged: bool) -> int:
+        """The watermark a row arriving on ``port`` now is judged against (the smallest: not judged here)."""
+        return self.port_wm.value[port] if judged else MIN_WATERMARK
+
+
+def with_watermark(batch: pa.Table, watermark: int) -> pa.Table:
+    """The batch with its rows' arrival watermark, ``__w``: as its source gave it (each event's), or else
+    ``watermark`` (the port's, which its source advanced before each event behind it)."""
+    if ARRIVAL in batch.column_names:
+        return batch
+    return batch.append_column(ARRIVAL, pa.array(np.full(batch.num_rows, watermark, dtype=np.int64)))
+
+
+def arrival_marks(batch: pa.Table) -> pa.ChunkedArray:
+    return batch.column(ARRIVAL)
 
 
 def min_time(batch: pa.Table, column: str) -> int:

@@ -23,6 +23,11 @@ whatever the batch sizes::
     watermark     -   5  65  65  65  75
     pieces       [10  70][20  25  80][30]       advance to 65 before 20, to 75 before 30
 
+Under an interval or temporal join that judges its rows and reads the
+source directly (``spec.arrival_column``), the batch is not cut: it
+carries each event's watermark as it stood when the event arrived, in a
+column ``__w`` (one cut per late event would cost a batch each).
+
 Otherwise late events are dropped from the stream, counted, and kept in
 the source's late log, which a user can read as a stream.
 
@@ -57,6 +62,8 @@ from ...planner.vocabulary import RETRACTIONS
 from ..connectors.base import SourceError, SourceReader
 from ..duck import conform
 from .base import MAX_WATERMARK, MIN_WATERMARK, Env
+
+ARRIVAL = "__w"  # the column of each event's watermark at arrival, for a row join that judges it
 
 
 def int64_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -205,6 +212,8 @@ class SourceLogic:
             if retracting is not None:
                 late &= ~retracting
             kept = table.filter(pa.array(~late)) if late.any() else table
+            if self.spec.arrival_column:  # a row join takes each event's watermark as a column: no cuts
+                return self._count_late(table, late, kept.append_column(ARRIVAL, pa.array(watermark[~late], pa.int64())))
             self.cuts = _cuts(ts[~late], watermark[~late], first, self.spec.window_grids, self.spec.isolate_late)
             return self._count_late(table, late, kept)
         threshold = np.maximum(np.where(watermark == MIN_WATERMARK, MIN_WATERMARK, watermark - self.spec.lateness_us),

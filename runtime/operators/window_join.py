@@ -30,23 +30,16 @@ import pyarrow.compute as pc
 from ...planner.logical.nodes import WINDOW_TIME_OFFSET_US
 from ...planner.physical.join_specs import WindowJoinSpec
 from .base import MAX_WATERMARK, MIN_WATERMARK, CountsLate, Env
-from .join_base import JoinLogic, lowered, min_time
+from .join_base import JoinLogic, PortWatermarks, lowered, min_time
 
 
-class WindowJoinLogic(CountsLate, JoinLogic):
+class WindowJoinLogic(PortWatermarks, CountsLate, JoinLogic):
     def __init__(self, spec: WindowJoinSpec, env: Env):
         super().__init__(spec, env)
         self.next_end = env.state.value(spec.id, "next_end", MAX_WATERMARK)
         # Each input's watermark (what late rows on it are judged against); checkpointed with the state.
-        self.port_wm = env.state.value(spec.id, "port_watermarks", [MIN_WATERMARK, MIN_WATERMARK])
+        self.track_ports(env, spec.id)
         self.count_late(env, spec.id)
-
-    def input_watermark(self, ports: list[int]) -> int:
-        # A port's watermark only rises (a job restored from a checkpoint starts its ports from nothing); an
-        # idle or finished input reads as +infinity here and sends no rows until it is back, so is not taken.
-        self.port_wm.value = [old if new >= MAX_WATERMARK else max(old, new)
-                              for old, new in zip(self.port_wm.value, ports)]
-        return min(ports)
 
     def on_batch(self, port: int, batch: pa.Table) -> list[pa.Table]:
         if self.spec.judged[port]:

@@ -1,7 +1,7 @@
 -- __scan0: auctions (parquet files at auctions.parquet), read by dsms's file reader: id, seller, ts, __file, __row, __mx
---   __mx: the largest ts before each row in its file; rows more than 5000000 us behind it are late
+--   __mx: the largest ts before each row in its file; __wm = __mx - 5000000 us, the watermark when the row arrived, against which the operators above judge it (a window counts it when its last millisecond is above it)
 -- __scan1: bids (parquet files at bids.parquet), read by dsms's file reader: auction, price, ts, __file, __row, __mx
---   __mx: the largest ts before each row in its file; rows more than 5000000 us behind it are late
+--   __mx: the largest ts before each row in its file; __wm = __mx - 5000000 us, the watermark when the row arrived, against which the operators above judge it (a window counts it when its last millisecond is above it)
 WITH `__scan0_files` AS (
   SELECT
     `__file`,
@@ -21,7 +21,7 @@ WITH `__scan0_files` AS (
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,
     s.`__row` AS `__row`,
-    CAST(NULL AS BIGINT) AS `__wm`
+    s.`__mx` - 5000000 AS `__wm`
   FROM (
     SELECT
       r.`id`,
@@ -34,10 +34,6 @@ WITH `__scan0_files` AS (
     LEFT JOIN `__scan0_prefix` AS p
       ON r.`__file` = p.`__file`
   ) AS s
-  WHERE
-    NOT (
-      COALESCE(UNIX_MICROS(`ts`) < s.`__mx` - 5000000, FALSE)
-    )
 ), `__scan1_files` AS (
   SELECT
     `__file`,
@@ -57,7 +53,7 @@ WITH `__scan0_files` AS (
     s.`ts` AS `ts`,
     s.`__file` AS `__file`,
     s.`__row` AS `__row`,
-    CAST(NULL AS BIGINT) AS `__wm`
+    s.`__mx` - 5000000 AS `__wm`
   FROM (
     SELECT
       r.`auction`,
@@ -70,10 +66,6 @@ WITH `__scan0_files` AS (
     LEFT JOIN `__scan1_prefix` AS p
       ON r.`__file` = p.`__file`
   ) AS s
-  WHERE
-    NOT (
-      COALESCE(UNIX_MICROS(`ts`) < s.`__mx` - 5000000, FALSE)
-    )
 ), `n6` AS (
   SELECT
     `id`,
@@ -86,18 +78,30 @@ WITH `__scan0_files` AS (
     SELECT
       `id` AS `id`,
       `seller` AS `seller`,
-      `ts` AS `ts`
+      `ts` AS `ts`,
+      `__wm` AS `__wl`
     FROM `n2`
   ) AS l
   JOIN (
     SELECT
       `auction` AS `auction`,
       `price` AS `price`,
-      `ts` AS `ts0`
+      `ts` AS `ts0`,
+      `__wm` AS `__wr`
     FROM `n5`
   ) AS r
     ON `id` = `auction`
     AND UNIX_MICROS(`ts0`) BETWEEN UNIX_MICROS(`ts`) + 0 AND UNIX_MICROS(`ts`) + 60000000
+    AND NOT (
+      (
+        COALESCE(`__wl`, -4611686018427387904) > UNIX_MICROS(`ts0`) - 0
+        AND COALESCE(`__wl`, -4611686018427387904) >= COALESCE(`__wr`, -4611686018427387904)
+      )
+      OR (
+        COALESCE(`__wr`, -4611686018427387904) > UNIX_MICROS(`ts`) + 60000000
+        AND COALESCE(`__wr`, -4611686018427387904) >= COALESCE(`__wl`, -4611686018427387904)
+      )
+    )
 ), `n7` AS (
   SELECT
     `id` AS `id`,

@@ -1,5 +1,5 @@
 -- __scan0: bids (parquet files at bids.parquet), read by dsms's file reader: auction, price, ts, __file, __row, __mx
---   __mx: the largest ts before each row in the source; __wm = __mx - 5000000 us, the watermark when the row arrived: a window counts the row when its last millisecond is above it
+--   __mx: the largest ts before each row in the source; __wm = __mx - 5000000 us, the watermark when the row arrived, against which the operators above judge it (a window counts it when its last millisecond is above it)
 WITH "n0" AS (
   SELECT
     s."auction" AS "auction",
