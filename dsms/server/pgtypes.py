@@ -34,35 +34,28 @@ PG_EPOCH_US = 946684800 * 1_000_000  # 2000-01-01 in Unix microseconds
 PG_EPOCH_DAYS = 10957
 
 
+# (test, PostgreSQL type), first match wins: the narrow integer widths before any integer.
+_TYPE_TESTS = (
+    (pa.types.is_boolean, BOOL),
+    (lambda t: pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_uint8(t), INT2),
+    (lambda t: pa.types.is_int32(t) or pa.types.is_uint16(t), INT4),
+    (pa.types.is_integer, INT8),
+    (lambda t: pa.types.is_float16(t) or pa.types.is_float32(t), FLOAT4),
+    (pa.types.is_float64, FLOAT8),
+    (pa.types.is_decimal, NUMERIC),
+    (pa.types.is_date, DATE),
+    (pa.types.is_time, TIME),
+    (lambda t: pa.types.is_duration(t) or pa.types.is_interval(t), INTERVAL),
+    (lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t), BYTEA),
+    (pa.types.is_nested, JSON),
+)
+
+
 def type_oid(t: pa.DataType) -> int:
     """The PostgreSQL type of an Arrow type (nested values go out as JSON text)."""
-    if pa.types.is_boolean(t):
-        return BOOL
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_uint8(t):
-        return INT2
-    if pa.types.is_int32(t) or pa.types.is_uint16(t):
-        return INT4
-    if pa.types.is_integer(t):
-        return INT8
-    if pa.types.is_float16(t) or pa.types.is_float32(t):
-        return FLOAT4
-    if pa.types.is_float64(t):
-        return FLOAT8
-    if pa.types.is_decimal(t):
-        return NUMERIC
     if pa.types.is_timestamp(t):
         return TIMESTAMPTZ if t.tz else TIMESTAMP
-    if pa.types.is_date(t):
-        return DATE
-    if pa.types.is_time(t):
-        return TIME
-    if pa.types.is_duration(t) or pa.types.is_interval(t):
-        return INTERVAL
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return BYTEA
-    if pa.types.is_nested(t):
-        return JSON
-    return TEXT
+    return next((oid for test, oid in _TYPE_TESTS if test(t)), TEXT)
 
 
 def _interval_text(us: int) -> str:

@@ -202,6 +202,19 @@ class Session:
         body = strip_comments(text).strip()
         if self.transaction == "E" and not TRANSACTION.match(body):
             raise WireError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        outcome = self._client_command(body)
+        if outcome is None:
+            outcome = await self._stream_command(body, text, offset, source, dry)
+        if outcome is None and USER_DDL.match(body) and not dry:
+            outcome = await asyncio.to_thread(self.server.users.run, body)
+        if outcome is None and is_catalog_query(body):
+            outcome = await self._catalog_query(body)
+        if outcome is not None:
+            return outcome
+        return await self._engine_statement(body, text, offset, source, dry, bound)
+
+    def _client_command(self, body: str) -> Outcome | None:
+        """What a PostgreSQL client says about its session (transactions, SET/SHOW/RESET of its parameters)."""
         if match := TRANSACTION.match(body):
             return self._transaction(match.group(1).upper().split()[0])
         if match := CLIENT_SET_TZ.match(body):
@@ -215,16 +228,15 @@ class Session:
             return Outcome("RESET")
         if DISCARD.match(body):
             return Outcome("DISCARD ALL")
+        return None
+
+    async def _stream_command(self, body: str, text: str, offset: int, source: str, dry: bool) -> Outcome | None:
+        """FLUSH, SUBSCRIBE, COPY and cursors: the commands that move rows in or out over time."""
         if FLUSH.match(body):
             return await self.call(run_flush)
         if match := SUBSCRIBE.match(body):
-            snapshot = (match.group(2) or "true").lower() == "true"
-            name = unquote(match.group(1))
-            if dry:
-                return await self.host.call(lambda e: Outcome("SUBSCRIBE", feed=SchemaOnly(
-                    e.queries.get(name).planned.schema.to_arrow())), reads_only=True)
-            return await self.host.call(lambda e: run_subscribe(e, name, snapshot, self.results.feed_factory, source,
-                                                                offset), reads_only=True)
+            return await self._subscribe(unquote(match.group(1)), (match.group(2) or "true").lower() == "true",
+                                         offset, source, dry)
         if match := COPY_SUBSCRIBE.match(body):
             inner = await self.execute(match.group(1), offset + text.find(match.group(1)), source, dry)
             if inner.feed is None:
@@ -234,23 +246,36 @@ class Session:
             return await self.copy_in(unquote(match.group(1)), match.group(3), match.group(4))
         if match := DECLARE.match(body):
             return await self.cursors.declare(unquote(match.group(1)), match.group(2), offset + body.find(match.group(2)),
-                                      source)
+                                              source)
         if match := FETCH.match(body):
             return await self.cursors.fetch(unquote(match.group(2)), match.group(1), match.group(3))
         if match := CLOSE.match(body):
             return await self.cursors.close(unquote(match.group(1)))
-        if USER_DDL.match(body) and not dry:
-            return await asyncio.to_thread(self.server.users.run, body)
-        if is_catalog_query(body):
-            roles = tuple(self.server.users.names())
-            try:
-                table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user,
-                                                                      self.database, roles), reads_only=True)
-                return Outcome(f"SELECT {table.num_rows}", table)
-            except DsmsError:
-                if not is_constants_select(body):
-                    raise
-                # a SELECT without FROM of what only dsms knows (a Python function, TIMESTAMP_LTZ): the engine's
+        return None
+
+    async def _subscribe(self, name: str, snapshot: bool, offset: int, source: str, dry: bool) -> Outcome:
+        if dry:
+            return await self.host.call(lambda e: Outcome("SUBSCRIBE", feed=SchemaOnly(
+                e.queries.get(name).planned.schema.to_arrow())), reads_only=True)
+        return await self.host.call(lambda e: run_subscribe(e, name, snapshot, self.results.feed_factory, source,
+                                                            offset), reads_only=True)
+
+    async def _catalog_query(self, body: str) -> Outcome | None:
+        """A client's question about the catalog (pg_catalog, information_schema), answered from the engine's;
+        None for a SELECT of constants that only the engine can evaluate."""
+        roles = tuple(self.server.users.names())
+        try:
+            table = await self.host.call(lambda e: answer_catalog(e, body, self.params, self.user,
+                                                                  self.database, roles), reads_only=True)
+            return Outcome(f"SELECT {table.num_rows}", table)
+        except DsmsError:
+            if not is_constants_select(body):
+                raise
+            return None  # e.g. a Python function or TIMESTAMP_LTZ: the engine evaluates it
+
+    async def _engine_statement(self, body: str, text: str, offset: int, source: str, dry: bool,
+                                bound: Bound | None) -> Outcome:
+        """A dsms statement, run by the engine (a pull query answered from a view where it can be)."""
         if dry:
             return await self.host.call(lambda e: dry_run(e, body, self.settings), reads_only=True)
         server = self.server

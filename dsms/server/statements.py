@@ -121,17 +121,13 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
         return Outcome("SELECT", feed=feed_factory(engine, handle.name, schema, handle.cancel, snapshot=False),
                        notices=list(result.warnings) + [f"{handle.name} runs this query until the client cancels "
                                                         f"or leaves (SHOW PROGRESS {handle.name})"])
-    result = engine.execute_in_session(stmt, settings, data_root)
+    return _outcome(engine, stmt, engine.execute_in_session(stmt, settings, data_root))
+
+
+def _outcome(engine, stmt, result) -> Outcome:
+    """What a client gets for a statement the engine ran: rows, an INSERT count, or a command tag."""
     if result.kind == "query":  # a SELECT over streams: its answer over what they hold now
-        handle = result.query
-        try:
-            while engine.step():
-                pass
-            if handle.error is not None:
-                raise handle.error
-            table = handle.snapshot()
-        finally:
-            handle.cancel()
+        table = _answer_now(engine, result.query)
         return Outcome(f"SELECT {table.num_rows}", table, notices=list(result.warnings))
     if result.kind == "rows":
         return Outcome(f"SELECT {result.table.num_rows}" if isinstance(stmt, QueryStatement) else _tag(stmt),
@@ -145,6 +141,18 @@ def run_statement(engine, text: str, offset: int, source: str, settings: dict, d
                                                                                                  "is not paused")):
         notices.append(result.message)
     return Outcome(_tag(stmt), notices=notices)
+
+
+def _answer_now(engine, handle) -> pa.Table:
+    """A query's rows over what its sources hold now; the query is stopped after."""
+    try:
+        while engine.step():
+            pass
+        if handle.error is not None:
+            raise handle.error
+        return handle.snapshot()
+    finally:
+        handle.cancel()
 
 
 def _tag(stmt) -> str:
